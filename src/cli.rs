@@ -1,0 +1,169 @@
+//! The command line: `serve`, `table create`, `seed` and `schema`, each flag also read from a
+//! `GRIDGATE_*` environment variable.
+
+use std::net::SocketAddr;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::config::StoreConfig;
+use crate::http::{self, AppState};
+use crate::paging::Limits;
+use crate::seed::{self, Synthetic};
+
+/// Default of `--max-filtered-reads` (the same as [`Limits::default`]).
+const DEFAULT_MAX_FILTERED_READS: u32 = 1000;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "gridgate",
+    version,
+    about = "GraphQL gateway serving sorted, paged grid views out of one DynamoDB table"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the GraphQL API (the default when no command is given).
+    Serve(ServeArgs),
+    /// Manage the table.
+    Table {
+        #[command(subcommand)]
+        action: TableAction,
+    },
+    /// Load data into the store.
+    Seed(SeedArgs),
+    /// Print the GraphQL schema (SDL).
+    Schema,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TableAction {
+    /// Create the table and GSI1 if missing, and wait until they are active.
+    Create(TableArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TableArgs {
+    #[command(flatten)]
+    pub store: StoreConfig,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "GRIDGATE_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    #[command(flatten)]
+    pub store: StoreConfig,
+    /// Do not load the demo data into an empty store.
+    #[arg(long, env = "GRIDGATE_NO_DEMO")]
+    pub no_demo: bool,
+    /// The most items one page sorted by a custom field may read to find issues without a
+    /// value before it returns a shorter page.
+    #[arg(long, env = "GRIDGATE_MAX_FILTERED_READS", default_value_t = DEFAULT_MAX_FILTERED_READS, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_filtered_reads: u32,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("kind").required(true).args(["demo", "synthetic"])))]
+pub struct SeedArgs {
+    #[command(flatten)]
+    pub store: StoreConfig,
+    /// Load the design's demo data.
+    #[arg(long, env = "GRIDGATE_SEED_DEMO")]
+    pub demo: bool,
+    /// Generate synthetic projects; prints one JSON line per project.
+    #[arg(long, env = "GRIDGATE_SEED_SYNTHETIC")]
+    pub synthetic: bool,
+    /// Synthetic: number of projects.
+    #[arg(long, env = "GRIDGATE_SEED_PROJECTS", default_value_t = 1)]
+    pub projects: u32,
+    /// Synthetic: issues per project.
+    #[arg(long, env = "GRIDGATE_SEED_ISSUES", default_value_t = 1000)]
+    pub issues: u32,
+    /// Synthetic: custom fields per project.
+    #[arg(long, env = "GRIDGATE_SEED_FIELDS", default_value_t = 8)]
+    pub fields: u32,
+    /// Synthetic: random seed (same seed, same data and ids).
+    #[arg(long, env = "GRIDGATE_SEED", default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// Errors that end a command; printed by `main`.
+pub type CliError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Runs the parsed command line.
+pub async fn run(cli: Cli) -> Result<(), CliError> {
+    let command = match cli.command {
+        Some(command) => command,
+        // No subcommand: serve with flags from the environment and defaults.
+        None => match Cli::try_parse_from(["gridgate", "serve"])?.command {
+            Some(command) => command,
+            None => return Err("no command".into()),
+        },
+    };
+    match command {
+        Command::Serve(args) => serve(args).await,
+        Command::Table {
+            action: TableAction::Create(args),
+        } => {
+            let store = args.store.open().await?;
+            store.ensure_table().await?;
+            eprintln!("table {} is ready", args.store.table);
+            Ok(())
+        }
+        Command::Seed(args) => seed_command(args).await,
+        Command::Schema => {
+            print!("{}", crate::graphql::sdl());
+            Ok(())
+        }
+    }
+}
+
+async fn serve(args: ServeArgs) -> Result<(), CliError> {
+    let store = args.store.open().await?;
+    if !args.no_demo && seed::demo_if_missing(&store).await? {
+        tracing::info!("loaded the demo data into the empty store");
+    }
+    let listener = tokio::net::TcpListener::bind(args.listen).await?;
+    let addr = listener.local_addr()?;
+    tracing::info!(%addr, store = store.name(), "serving GraphQL at http://{addr}/graphql");
+    eprintln!("gridgate listening on http://{addr}/graphql");
+    let limits = Limits {
+        max_filtered_reads: args.max_filtered_reads as usize,
+    };
+    http::serve(listener, AppState::new(store, limits), shutdown_signal()).await?;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    // If the signal handler cannot be installed the server simply runs until killed.
+    let _ = tokio::signal::ctrl_c().await;
+    tracing::info!("shutting down");
+}
+
+async fn seed_command(args: SeedArgs) -> Result<(), CliError> {
+    let store = args.store.open().await?;
+    if args.demo {
+        seed::demo(&store).await?;
+        eprintln!("loaded the demo data");
+    }
+    if args.synthetic {
+        let params = Synthetic {
+            projects: args.projects,
+            issues: args.issues,
+            fields: args.fields,
+            seed: args.seed,
+        };
+        seed::synthetic(&store, params, |project| {
+            if let Ok(line) = serde_json::to_string(project) {
+                println!("{line}");
+            }
+        })
+        .await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,106 @@
+//! The API's error type: what a client sees when a field fails, with a stable
+//! `extensions.code` per variant and a message that never carries internal detail.
+
+use std::sync::Arc;
+
+use async_graphql::ErrorExtensions;
+
+use crate::ids::IdError;
+use crate::paging::PagingError;
+use crate::repo::RepoError;
+use crate::store::StoreError;
+
+/// An error as clients see it. Causes from lower layers are logged where they are converted
+/// (see the `From` impls), and only a safe message goes out.
+///
+/// It deliberately has no `Display`: async-graphql turns any `Display` error into a GraphQL
+/// error carrying its text, and this type must only ever become one through
+/// `From<ApiError> for async_graphql::Error`, which adds the code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApiError {
+    /// The request's arguments are wrong; the message says how to fix them.
+    BadUserInput(String),
+    /// Something the request names does not exist.
+    NotFound(String),
+    /// The store could not answer; retrying later may succeed.
+    StoreUnavailable,
+    /// A bug or corrupt data; details are in the server log.
+    Internal,
+}
+
+impl ApiError {
+    /// The message clients see.
+    pub fn message(&self) -> &str {
+        match self {
+            ApiError::BadUserInput(m) | ApiError::NotFound(m) => m,
+            ApiError::StoreUnavailable => "the data store is unavailable, please retry later",
+            ApiError::Internal => "internal error",
+        }
+    }
+
+    /// The stable code clients match on, in `extensions.code`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::BadUserInput(_) => "BAD_USER_INPUT",
+            ApiError::NotFound(_) => "NOT_FOUND",
+            ApiError::StoreUnavailable => "STORE_UNAVAILABLE",
+            ApiError::Internal => "INTERNAL_SERVER_ERROR",
+        }
+    }
+}
+
+impl ErrorExtensions for ApiError {
+    fn extend(&self) -> async_graphql::Error {
+        async_graphql::Error::new(self.message()).extend_with(|_, e| e.set("code", self.code()))
+    }
+}
+
+impl From<ApiError> for async_graphql::Error {
+    fn from(e: ApiError) -> Self {
+        e.extend()
+    }
+}
+
+impl From<&RepoError> for ApiError {
+    fn from(e: &RepoError) -> Self {
+        match e {
+            RepoError::Store(StoreError::Unavailable(_) | StoreError::Throttled(_)) => {
+                tracing::warn!(error = %e, "store call failed");
+                ApiError::StoreUnavailable
+            }
+            _ => {
+                tracing::error!(error = %e, "request failed");
+                ApiError::Internal
+            }
+        }
+    }
+}
+
+impl From<RepoError> for ApiError {
+    fn from(e: RepoError) -> Self {
+        ApiError::from(&e)
+    }
+}
+
+impl From<Arc<RepoError>> for ApiError {
+    fn from(e: Arc<RepoError>) -> Self {
+        ApiError::from(e.as_ref())
+    }
+}
+
+impl From<PagingError> for ApiError {
+    fn from(e: PagingError) -> Self {
+        ApiError::BadUserInput(e.to_string())
+    }
+}
+
+impl From<IdError> for ApiError {
+    fn from(e: IdError) -> Self {
+        ApiError::BadUserInput(e.to_string())
+    }
+}
+
+/// Resolver results: `?` on an [`ApiError`] gives a GraphQL error with its code. Lower-layer
+/// errors must pass through `ApiError::from` first (the HTTP layer replaces any resolver error
+/// that arrives without a code, so a slip cannot leak internal text).
+pub type ApiResult<T> = async_graphql::Result<T>;

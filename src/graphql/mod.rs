@@ -1,0 +1,114 @@
+//! The GraphQL schema: the query root, schema construction and the per-request context.
+//!
+//! This layer never builds table keys or touches a store directly: it validates arguments,
+//! calls the request's loaders and repo, and maps failures to [`ApiError`] codes.
+
+pub mod error;
+pub mod types;
+
+use async_graphql::{Context, EmptyMutation, EmptySubscription, Object, Schema, ID};
+
+pub use error::ApiError;
+use error::ApiResult;
+use types::{loader, project_data, CustomField, Issue, Node, Project, Tenant};
+
+use crate::ids::{FieldId, IssueId, NodeId, ProjectId};
+use crate::loaders::{Loaders, RequestLoader};
+use crate::repo::Repo;
+
+/// The most ids one `nodes` call may ask for.
+pub const MAX_NODES: usize = 100;
+/// The deepest query accepted; grids need about 6 levels, the margin is for exploration.
+pub const MAX_DEPTH: usize = 16;
+
+pub type GridSchema = Schema<QueryRoot, EmptyMutation, EmptySubscription>;
+
+/// Builds the schema. Per-request data (the repo and loaders) is attached by [`request_data`].
+pub fn build_schema() -> GridSchema {
+    Schema::build(QueryRoot, EmptyMutation, EmptySubscription)
+        .limit_depth(MAX_DEPTH)
+        .finish()
+}
+
+/// The schema in SDL, as committed in `schema.graphql`.
+pub fn sdl() -> String {
+    build_schema().sdl()
+}
+
+/// Attaches one request's repo and a fresh loader (never shared between requests).
+pub fn request_data(request: async_graphql::Request, repo: Repo) -> async_graphql::Request {
+    let loader: RequestLoader = Loaders::for_request(repo.clone());
+    request.data(repo).data(loader)
+}
+
+pub struct QueryRoot;
+
+#[Object]
+impl QueryRoot {
+    /// Fetches any object by its global id; null when nothing has that id.
+    async fn node(&self, ctx: &Context<'_>, id: ID) -> ApiResult<Option<Node>> {
+        let id = NodeId::parse(&id).map_err(ApiError::from)?;
+        Ok(load_node(ctx, id).await?)
+    }
+
+    /// Fetches up to 100 objects by global id, in the order given; an entry is null when
+    /// nothing has that id.
+    async fn nodes(&self, ctx: &Context<'_>, ids: Vec<ID>) -> ApiResult<Vec<Option<Node>>> {
+        if ids.len() > MAX_NODES {
+            return Err(ApiError::BadUserInput(format!(
+                "nodes: at most {MAX_NODES} ids per call, got {}",
+                ids.len()
+            ))
+            .into());
+        }
+        let ids = ids
+            .iter()
+            .map(|id| NodeId::parse(id))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(ApiError::from)?;
+        // Loads of all ids run concurrently, so the loaders batch them.
+        let nodes =
+            futures::future::try_join_all(ids.into_iter().map(|id| load_node(ctx, id))).await?;
+        Ok(nodes)
+    }
+
+    async fn tenant(&self, ctx: &Context<'_>, id: ID) -> ApiResult<Option<Tenant>> {
+        let id = types::tenant_id(&id)?;
+        let tenant = loader(ctx)?.load_one(id).await.map_err(ApiError::from)?;
+        Ok(tenant.map(Tenant))
+    }
+
+    async fn project(&self, ctx: &Context<'_>, id: ID) -> ApiResult<Option<Project>> {
+        let id = ProjectId::parse(&id).map_err(ApiError::from)?;
+        Ok(project_data(ctx, &id).await?.map(|d| Project(d.project)))
+    }
+
+    async fn issue(&self, ctx: &Context<'_>, id: ID) -> ApiResult<Option<Issue>> {
+        let id = IssueId::parse(&id).map_err(ApiError::from)?;
+        let issue = loader(ctx)?.load_one(id).await.map_err(ApiError::from)?;
+        Ok(issue.map(Issue))
+    }
+}
+
+async fn load_node(ctx: &Context<'_>, id: NodeId) -> Result<Option<Node>, ApiError> {
+    let loader = loader(ctx)?;
+    Ok(match id {
+        NodeId::Tenant(id) => loader.load_one(id).await?.map(|t| Node::Tenant(Tenant(t))),
+        NodeId::Project(id) => project_data(ctx, &id)
+            .await?
+            .map(|d| Node::Project(Project(d.project))),
+        NodeId::Issue(id) => loader.load_one(id).await?.map(|i| Node::Issue(Issue(i))),
+        NodeId::Field(id) => load_field(ctx, &id).await?.map(Node::CustomField),
+    })
+}
+
+/// A custom field by id: its lookup item names the project, whose partition holds the field.
+async fn load_field(ctx: &Context<'_>, id: &FieldId) -> Result<Option<CustomField>, ApiError> {
+    let Some(project) = loader(ctx)?.load_one(id.clone()).await? else {
+        return Ok(None);
+    };
+    Ok(project_data(ctx, &project)
+        .await?
+        .and_then(|data| data.field(id).cloned())
+        .map(CustomField))
+}

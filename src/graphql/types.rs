@@ -1,0 +1,541 @@
+//! The GraphQL object types of the read API: nodes, connections, enums and inputs.
+//!
+//! Resolvers here translate between GraphQL and the domain; every load goes through the
+//! request's loaders or repo (never a key built here), and every failure leaves as an
+//! [`ApiError`] with its code.
+
+use std::collections::HashMap;
+
+use async_graphql::{
+    ComplexObject, Context, Enum, InputObject, Interface, Object, SimpleObject, ID,
+};
+
+use super::error::{ApiError, ApiResult};
+use crate::ids::{FieldId, ProjectId, TenantId};
+use crate::loaders::RequestLoader;
+use crate::model::{self, FieldValue, ProjectData};
+use crate::paging::{Direction, PageRequest};
+use crate::repo::{IssueKey, IssueRow, IssueSort, Paged, Repo, SortField};
+
+pub(crate) fn loader<'a>(ctx: &Context<'a>) -> Result<&'a RequestLoader, ApiError> {
+    ctx.data::<RequestLoader>().map_err(|_| {
+        tracing::error!("request has no loader");
+        ApiError::Internal
+    })
+}
+
+pub(crate) fn repo<'a>(ctx: &Context<'a>) -> Result<&'a Repo, ApiError> {
+    ctx.data::<Repo>().map_err(|_| {
+        tracing::error!("request has no repo");
+        ApiError::Internal
+    })
+}
+
+/// A project and its fields, through the request's cache.
+pub(crate) async fn project_data(
+    ctx: &Context<'_>,
+    id: &ProjectId,
+) -> Result<Option<ProjectData>, ApiError> {
+    Ok(loader(ctx)?.load_one(id.clone()).await?)
+}
+
+/// A project that another loaded entity refers to: its absence is corrupt data, not a 404.
+async fn referenced_project(ctx: &Context<'_>, id: &ProjectId) -> Result<ProjectData, ApiError> {
+    project_data(ctx, id).await?.ok_or_else(|| {
+        tracing::error!(project = %id, "dangling reference to a missing project");
+        ApiError::Internal
+    })
+}
+
+/// Anything with a global id that `node(id:)` can fetch again.
+#[derive(Interface)]
+#[graphql(field(name = "id", ty = "ID", desc = "The global id, e.g. `issue-020e`."))]
+pub enum Node {
+    Tenant(Tenant),
+    Project(Project),
+    CustomField(CustomField),
+    Issue(Issue),
+}
+
+/// An organisation that owns projects.
+#[derive(Clone)]
+pub struct Tenant(pub model::Tenant);
+
+#[Object]
+impl Tenant {
+    /// The global id, e.g. `tenant-0807`.
+    async fn id(&self) -> ID {
+        ID(self.0.id.to_string())
+    }
+
+    async fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    /// The tenant's projects ordered by name (case-insensitively).
+    async fn projects(
+        &self,
+        ctx: &Context<'_>,
+        #[graphql(desc = "Page size when paging forward: 1 to 100, default 20.")] first: Option<
+            i32,
+        >,
+        #[graphql(desc = "Rows after this cursor.")] after: Option<String>,
+        #[graphql(desc = "Page size when paging backward: 1 to 100.")] last: Option<i32>,
+        #[graphql(desc = "Rows before this cursor.")] before: Option<String>,
+    ) -> ApiResult<ProjectConnection> {
+        let scope = Repo::projects_scope(&self.0.id);
+        let request =
+            PageRequest::from_args(&scope, first, after.as_deref(), last, before.as_deref())
+                .map_err(ApiError::from)?;
+        let page = repo(ctx)?
+            .projects_page(&self.0.id, &request)
+            .await
+            .map_err(ApiError::from)?;
+        let direction = request.direction;
+        let resume = page.resume_cursor.clone();
+        let rows = page
+            .rows
+            .into_iter()
+            .map(|(c, p)| (c, Project(p)))
+            .collect();
+        Ok(ProjectConnection::build(
+            rows,
+            page.has_previous,
+            page.has_next,
+            resume,
+            direction,
+        ))
+    }
+}
+
+/// A project: a grid of issues with the project's own custom columns.
+#[derive(Clone)]
+pub struct Project(pub model::Project);
+
+#[Object]
+impl Project {
+    /// The global id, e.g. `project-35e9`.
+    async fn id(&self) -> ID {
+        ID(self.0.id.to_string())
+    }
+
+    async fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    async fn tenant(&self, ctx: &Context<'_>) -> ApiResult<Tenant> {
+        let tenant: Option<model::Tenant> = loader(ctx)?
+            .load_one(self.0.tenant.clone())
+            .await
+            .map_err(ApiError::from)?;
+        Ok(Tenant(tenant.ok_or_else(|| {
+            tracing::error!(project = %self.0.id, tenant = %self.0.tenant, "dangling tenant");
+            ApiError::Internal
+        })?))
+    }
+
+    /// The project's custom fields (extra typed columns), in `position` order.
+    async fn custom_fields(&self, ctx: &Context<'_>) -> ApiResult<Vec<CustomField>> {
+        let data = referenced_project(ctx, &self.0.id).await?;
+        Ok(data.fields.into_iter().map(CustomField).collect())
+    }
+
+    /// The project's issues, sorted by any column and paged with cursors. Issues without a
+    /// value in a sorted custom field come after all issues that have one, in either direction.
+    /// A page sorted by a custom field may come back shorter than asked, with
+    /// `hasNextPage: true`, when finding issues without a value took too many reads; continue
+    /// from `endCursor` (or `startCursor` when paging backward).
+    async fn issues(
+        &self,
+        ctx: &Context<'_>,
+        #[graphql(desc = "Page size when paging forward: 1 to 100, default 20.")] first: Option<
+            i32,
+        >,
+        #[graphql(desc = "Rows after this cursor.")] after: Option<String>,
+        #[graphql(desc = "Page size when paging backward: 1 to 100.")] last: Option<i32>,
+        #[graphql(desc = "Rows before this cursor.")] before: Option<String>,
+        #[graphql(desc = "Sort order; default `{field: NUM, direction: ASC}`.")] order_by: Option<
+            IssueOrder,
+        >,
+    ) -> ApiResult<IssueConnection> {
+        let sort = match order_by {
+            None => IssueSort::default(),
+            Some(order) => order.to_sort(ctx, &self.0.id).await?,
+        };
+        let scope = Repo::issues_scope(&self.0.id, &sort);
+        let request =
+            PageRequest::from_args(&scope, first, after.as_deref(), last, before.as_deref())
+                .map_err(ApiError::from)?;
+        let page: Paged<IssueRow> = repo(ctx)?
+            .issues_page(&self.0.id, &sort, &request)
+            .await
+            .map_err(ApiError::from)?;
+        // Rows read from derived index rows are loaded in one batch with every other issue
+        // load of this request.
+        let keys: Vec<IssueKey> = page
+            .rows
+            .iter()
+            .filter_map(|(_, row)| match row {
+                IssueRow::Key(key) => Some(key.clone()),
+                IssueRow::Loaded(_) => None,
+            })
+            .collect();
+        let mut loaded: HashMap<IssueKey, model::Issue> = if keys.is_empty() {
+            HashMap::new()
+        } else {
+            loader(ctx)?.load_many(keys).await.map_err(ApiError::from)?
+        };
+        let rows = page
+            .rows
+            .into_iter()
+            .filter_map(|(cursor, row)| {
+                let issue = match row {
+                    IssueRow::Loaded(issue) => Some(issue),
+                    IssueRow::Key(key) => {
+                        let issue = loaded.remove(&key);
+                        if issue.is_none() {
+                            // An index row without its issue: a write was interrupted or is in
+                            // flight. Skip the row rather than fail the page.
+                            tracing::warn!(issue = %key.issue, "index row without its issue");
+                        }
+                        issue
+                    }
+                };
+                issue.map(|i| (cursor, Issue(i)))
+            })
+            .collect();
+        Ok(IssueConnection::build(
+            rows,
+            page.has_previous,
+            page.has_next,
+            page.resume_cursor,
+            request.direction,
+        ))
+    }
+}
+
+/// A custom field: an extra typed column defined per project.
+#[derive(Clone)]
+pub struct CustomField(pub model::CustomField);
+
+#[Object]
+impl CustomField {
+    /// The global id, e.g. `xattrib-3812`.
+    async fn id(&self) -> ID {
+        ID(self.0.id.to_string())
+    }
+
+    async fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    /// The type of the field's values, which decides how they sort.
+    #[graphql(name = "type")]
+    async fn field_type(&self) -> CustomFieldType {
+        self.0.field_type.into()
+    }
+
+    /// The column's place among the project's custom fields (ascending).
+    async fn position(&self) -> i32 {
+        clamp_i32(self.0.position)
+    }
+
+    async fn project(&self, ctx: &Context<'_>) -> ApiResult<Project> {
+        Ok(Project(
+            referenced_project(ctx, &self.0.project).await?.project,
+        ))
+    }
+}
+
+fn clamp_i32(n: u32) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
+}
+
+/// An issue: one row of a project's grid.
+#[derive(Clone)]
+pub struct Issue(pub model::Issue);
+
+#[Object]
+impl Issue {
+    /// The global id, e.g. `issue-020e`.
+    async fn id(&self) -> ID {
+        ID(self.0.id.to_string())
+    }
+
+    /// The issue's number within its project (1, 2, 3, ...).
+    async fn num(&self) -> i32 {
+        clamp_i32(self.0.num)
+    }
+
+    async fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    async fn state(&self) -> IssueState {
+        self.0.state.into()
+    }
+
+    async fn project(&self, ctx: &Context<'_>) -> ApiResult<Project> {
+        Ok(Project(
+            referenced_project(ctx, &self.0.project).await?.project,
+        ))
+    }
+
+    /// The values this issue has, in the fields' `position` order; fields without a value are
+    /// left out.
+    async fn field_values(&self, ctx: &Context<'_>) -> ApiResult<Vec<CustomFieldValue>> {
+        let data = referenced_project(ctx, &self.0.project).await?;
+        Ok(data
+            .fields
+            .into_iter()
+            .filter_map(|field| {
+                let raw = self.0.values.get(&field.id)?;
+                Some(CustomFieldValue::new(field, raw))
+            })
+            .collect())
+    }
+
+    /// This issue's value of one custom field; null when it has none or the field is not one
+    /// of the project's.
+    async fn field_value(
+        &self,
+        ctx: &Context<'_>,
+        field_id: ID,
+    ) -> ApiResult<Option<CustomFieldValue>> {
+        let field_id = FieldId::parse(&field_id).map_err(ApiError::from)?;
+        let Some(raw) = self.0.values.get(&field_id) else {
+            return Ok(None);
+        };
+        let data = referenced_project(ctx, &self.0.project).await?;
+        Ok(data
+            .field(&field_id)
+            .map(|field| CustomFieldValue::new(field.clone(), raw)))
+    }
+}
+
+/// One cell: a custom field and this issue's value of it.
+#[derive(SimpleObject)]
+#[graphql(complex)]
+pub struct CustomFieldValue {
+    #[graphql(skip)]
+    field: model::CustomField,
+    /// The value's canonical text: `2023-05-01`, `42`, `-3.5`, `Approved`.
+    value: String,
+}
+
+#[ComplexObject]
+impl CustomFieldValue {
+    async fn field(&self) -> CustomField {
+        CustomField(self.field.clone())
+    }
+}
+
+impl CustomFieldValue {
+    fn new(field: model::CustomField, raw: &str) -> Self {
+        // Stored numbers may come back in another spelling (DynamoDB normalizes them); the
+        // canonical text is what clients see.
+        let value = FieldValue::parse(field.field_type, raw)
+            .map(|v| v.to_string())
+            .unwrap_or_else(|_| raw.to_string());
+        CustomFieldValue { field, value }
+    }
+}
+
+/// The type of a custom field's values.
+#[derive(Enum, Clone, Copy, PartialEq, Eq)]
+pub enum CustomFieldType {
+    /// Free text; sorts case-insensitively.
+    Text,
+    /// A whole number; sorts numerically.
+    Int,
+    /// A decimal number; sorts numerically.
+    Number,
+    /// A calendar date `YYYY-MM-DD`; sorts chronologically.
+    Date,
+}
+
+impl From<model::FieldType> for CustomFieldType {
+    fn from(t: model::FieldType) -> Self {
+        match t {
+            model::FieldType::Text => CustomFieldType::Text,
+            model::FieldType::Int => CustomFieldType::Int,
+            model::FieldType::Number => CustomFieldType::Number,
+            model::FieldType::Date => CustomFieldType::Date,
+        }
+    }
+}
+
+/// Whether an issue is still being worked on.
+#[derive(Enum, Clone, Copy, PartialEq, Eq)]
+pub enum IssueState {
+    Open,
+    Closed,
+}
+
+impl From<model::IssueState> for IssueState {
+    fn from(s: model::IssueState) -> Self {
+        match s {
+            model::IssueState::Open => IssueState::Open,
+            model::IssueState::Closed => IssueState::Closed,
+        }
+    }
+}
+
+/// The column to sort issues by.
+#[derive(Enum, Clone, Copy, PartialEq, Eq)]
+pub enum IssueOrderField {
+    /// The issue number.
+    Num,
+    /// The issue name, case-insensitively.
+    Name,
+    /// The state, OPEN before CLOSED.
+    State,
+    /// The custom field given in `customFieldId`, by its type.
+    CustomField,
+}
+
+#[derive(Enum, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OrderDirection {
+    #[default]
+    Asc,
+    Desc,
+}
+
+/// How to sort a project's issues. Ties break by `num` in the same direction.
+#[derive(InputObject)]
+pub struct IssueOrder {
+    pub field: IssueOrderField,
+    /// The custom field to sort by; required with `CUSTOM_FIELD`, not allowed otherwise.
+    pub custom_field_id: Option<ID>,
+    #[graphql(default_with = "OrderDirection::Asc")]
+    pub direction: OrderDirection,
+}
+
+impl IssueOrder {
+    async fn to_sort(&self, ctx: &Context<'_>, project: &ProjectId) -> Result<IssueSort, ApiError> {
+        let ascending = self.direction == OrderDirection::Asc;
+        let field = match (self.field, &self.custom_field_id) {
+            (IssueOrderField::CustomField, None) => {
+                return Err(ApiError::BadUserInput(
+                    "orderBy: CUSTOM_FIELD needs `customFieldId`, the id of one of the project's custom fields".into(),
+                ))
+            }
+            (IssueOrderField::CustomField, Some(id)) => {
+                let id = FieldId::parse(id).map_err(ApiError::from)?;
+                let data = referenced_project(ctx, project).await?;
+                if data.field(&id).is_none() {
+                    return Err(ApiError::BadUserInput(format!(
+                        "orderBy: {id} is not a custom field of {project}"
+                    )));
+                }
+                SortField::Custom(id)
+            }
+            (_, Some(_)) => {
+                return Err(ApiError::BadUserInput(
+                    "orderBy: `customFieldId` only applies to field CUSTOM_FIELD".into(),
+                ))
+            }
+            (IssueOrderField::Num, None) => SortField::Num,
+            (IssueOrderField::Name, None) => SortField::Name,
+            (IssueOrderField::State, None) => SortField::State,
+        };
+        Ok(IssueSort { field, ascending })
+    }
+}
+
+/// Relay page information.
+#[derive(SimpleObject)]
+pub struct PageInfo {
+    pub has_next_page: bool,
+    pub has_previous_page: bool,
+    /// The cursor of the first edge (or where a backward page cut short stopped reading).
+    pub start_cursor: Option<String>,
+    /// The cursor of the last edge (or where a forward page cut short stopped reading).
+    pub end_cursor: Option<String>,
+}
+
+/// Declares a Relay connection type and its edge type for one node type, so every
+/// connection has the same shape and the same page-info rules.
+macro_rules! connection {
+    ($conn:ident, $edge:ident, $node:ty, $what:literal) => {
+        #[doc = concat!("A row of a list of ", $what, " and its cursor.")]
+        #[derive(SimpleObject)]
+        pub struct $edge {
+            /// An opaque cursor: pass it as `after` or `before` with the same connection and
+            /// ordering.
+            pub cursor: String,
+            pub node: $node,
+        }
+
+        #[doc = concat!("A page of ", $what, " (Relay cursor connection).")]
+        #[derive(SimpleObject)]
+        pub struct $conn {
+            pub edges: Vec<$edge>,
+            /// The edges' nodes, for clients that need no cursors.
+            pub nodes: Vec<$node>,
+            pub page_info: PageInfo,
+        }
+
+        impl $conn {
+            fn build(
+                rows: Vec<(String, $node)>,
+                has_previous_page: bool,
+                has_next_page: bool,
+                resume_cursor: Option<String>,
+                direction: Direction,
+            ) -> Self {
+                let page_info = PageInfo::new(
+                    rows.first().map(|(c, _)| c.clone()),
+                    rows.last().map(|(c, _)| c.clone()),
+                    has_previous_page,
+                    has_next_page,
+                    resume_cursor,
+                    direction,
+                );
+                let nodes = rows.iter().map(|(_, n)| n.clone()).collect();
+                let edges = rows
+                    .into_iter()
+                    .map(|(cursor, node)| $edge { cursor, node })
+                    .collect();
+                $conn {
+                    edges,
+                    nodes,
+                    page_info,
+                }
+            }
+        }
+    };
+}
+
+impl PageInfo {
+    fn new(
+        mut start_cursor: Option<String>,
+        mut end_cursor: Option<String>,
+        has_previous_page: bool,
+        has_next_page: bool,
+        resume_cursor: Option<String>,
+        direction: Direction,
+    ) -> Self {
+        // A page cut short by the read cap continues from where reading stopped, which may lie
+        // beyond its last edge.
+        if let Some(resume) = resume_cursor {
+            match direction {
+                Direction::Forward => end_cursor = Some(resume),
+                Direction::Backward => start_cursor = Some(resume),
+            }
+        }
+        PageInfo {
+            has_next_page,
+            has_previous_page,
+            start_cursor,
+            end_cursor,
+        }
+    }
+}
+
+connection!(ProjectConnection, ProjectEdge, Project, "projects");
+connection!(IssueConnection, IssueEdge, Issue, "issues");
+
+pub(crate) fn tenant_id(id: &str) -> Result<TenantId, ApiError> {
+    TenantId::parse(id).map_err(ApiError::from)
+}

@@ -1,0 +1,183 @@
+//! HTTP: the axum router serving `/graphql` (POST, GET, GraphiQL), `/playground` and
+//! `/healthz`, and the per-request wiring of cost metering and loaders.
+
+use std::sync::Arc;
+
+use async_graphql::http::{playground_source, GraphQLPlaygroundConfig, GraphiQLSource};
+use async_graphql::{ServerError, Value};
+use async_graphql_axum::{GraphQLRequest, GraphQLResponse};
+use axum::extract::{RawQuery, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use tower_http::trace::TraceLayer;
+
+use crate::graphql::{self, GridSchema};
+use crate::paging::Limits;
+use crate::repo::Repo;
+use crate::store::{CostMeter, DynStore, Metered};
+
+/// What every request handler shares: the schema and the process-wide store.
+#[derive(Clone)]
+pub struct AppState {
+    pub schema: GridSchema,
+    pub store: DynStore,
+    pub limits: Limits,
+}
+
+impl AppState {
+    pub fn new(store: DynStore, limits: Limits) -> Self {
+        AppState {
+            schema: graphql::build_schema(),
+            store,
+            limits,
+        }
+    }
+}
+
+/// The application's routes.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/graphql", get(graphql_get).post(graphql_post))
+        .route("/playground", get(playground))
+        .route("/healthz", get(healthz))
+        .layer(TraceLayer::new_for_http())
+        .with_state(Arc::new(state))
+}
+
+/// Serves until the future `shutdown` completes.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+async fn graphql_post(
+    State(state): State<Arc<AppState>>,
+    request: GraphQLRequest,
+) -> GraphQLResponse {
+    execute(&state, request.into_inner()).await
+}
+
+/// GET with a `query` parameter runs a query (never a mutation); GET without one, from a
+/// browser, shows GraphiQL.
+async fn graphql_get(
+    State(state): State<Arc<AppState>>,
+    RawQuery(raw): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    let has_query = raw
+        .as_deref()
+        .is_some_and(|q| q.split('&').any(|p| p.starts_with("query=")));
+    if !has_query {
+        let wants_html = headers
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_none_or(|v| v.contains("text/html") || v.contains("*/*"));
+        if wants_html {
+            return Html(GraphiQLSource::build().endpoint("/graphql").finish()).into_response();
+        }
+    }
+    match async_graphql::http::parse_query_string(raw.as_deref().unwrap_or("")) {
+        Ok(request) if is_mutation(&request) => graphql_error_response(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "mutations must be sent with POST",
+            "BAD_REQUEST",
+        ),
+        Ok(request) => execute(&state, request).await.into_response(),
+        Err(e) => graphql_error_response(
+            StatusCode::BAD_REQUEST,
+            &format!("invalid GraphQL GET request: {e}"),
+            "BAD_REQUEST",
+        ),
+    }
+}
+
+/// Whether a GET request asks for a mutation, which GET must never run (a link or a prefetch
+/// would change data). Unparsable queries are left to the executor to report.
+fn is_mutation(request: &async_graphql::Request) -> bool {
+    use async_graphql::parser::types::OperationType;
+    async_graphql::parser::parse_query(&request.query).is_ok_and(|doc| {
+        doc.operations
+            .iter()
+            .any(|(_, op)| op.node.ty == OperationType::Mutation)
+    })
+}
+
+fn graphql_error_response(status: StatusCode, message: &str, code: &str) -> Response {
+    let body = serde_json::json!({
+        "errors": [{ "message": message, "extensions": { "code": code } }]
+    });
+    (status, axum::Json(body)).into_response()
+}
+
+async fn playground() -> Html<String> {
+    Html(playground_source(GraphQLPlaygroundConfig::new("/graphql")))
+}
+
+async fn healthz(State(state): State<Arc<AppState>>) -> Response {
+    match state.store.ping().await {
+        Ok(()) => (StatusCode::OK, "ok\n").into_response(),
+        Err(e) => {
+            tracing::warn!(error = %e, "health check failed");
+            (StatusCode::SERVICE_UNAVAILABLE, "store unavailable\n").into_response()
+        }
+    }
+}
+
+/// Runs one GraphQL request with its own metered store and loaders, then reports its cost in
+/// `extensions.cost`.
+async fn execute(state: &AppState, request: async_graphql::Request) -> GraphQLResponse {
+    let meter = CostMeter::new();
+    let store: DynStore = Arc::new(Metered::new(state.store.clone(), meter.clone()));
+    let repo = Repo::new(store, state.limits);
+    let mut response = state
+        .schema
+        .execute(graphql::request_data(request, repo))
+        .await;
+    for error in &mut response.errors {
+        ensure_code(error);
+    }
+    let cost = meter.report();
+    let mut fields = async_graphql::indexmap::IndexMap::new();
+    fields.insert(
+        async_graphql::Name::new("dynamodbCalls"),
+        Value::from(cost.dynamodb_calls),
+    );
+    fields.insert(
+        async_graphql::Name::new("readCapacityUnits"),
+        Value::from(cost.read_capacity_units),
+    );
+    response
+        .extensions
+        .insert("cost".into(), Value::Object(fields));
+    response.into()
+}
+
+/// Every error leaves with an `extensions.code`. Resolver errors (those with a path) that
+/// arrive without one did not pass through `ApiError`, so their text may be internal: it is
+/// logged and replaced. Errors without a path come from parsing and validating the query.
+fn ensure_code(error: &mut ServerError) {
+    let has_code = error
+        .extensions
+        .as_ref()
+        .is_some_and(|e| e.get("code").is_some());
+    if has_code {
+        return;
+    }
+    let code = if error.path.is_empty() {
+        "GRAPHQL_VALIDATION_FAILED"
+    } else {
+        tracing::error!(message = %error.message, path = ?error.path, "resolver error without a code");
+        error.message = "internal error".into();
+        "INTERNAL_SERVER_ERROR"
+    };
+    let mut extensions = error.extensions.take().unwrap_or_default();
+    extensions.set("code", code);
+    error.extensions = Some(extensions);
+}

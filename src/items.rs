@@ -1,0 +1,520 @@
+//! Items: how each entity is written as a DynamoDB item and read back, including the derived
+//! index rows of an issue.
+//!
+//! Mapping goes through serde_dynamo with one serde struct per item type, so attribute names
+//! are declared once, next to the layout table in ARCHITECTURE.md. Decoding is strict: an item
+//! that does not match its `Type` is reported as [`ItemError`], never half-read.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
+use crate::keys;
+use crate::model::{
+    CustomField, FieldType, FieldValue, Issue, IssueState, Project, Tenant, ValueError,
+};
+use crate::store::{AttributeValue, Item};
+
+/// `Type` attribute values.
+pub mod types {
+    pub const TENANT: &str = "Tenant";
+    pub const PROJECT: &str = "Project";
+    pub const CUSTOM_FIELD: &str = "CustomField";
+    pub const FIELD_LOOKUP: &str = "CustomFieldLookup";
+    pub const ISSUE: &str = "Issue";
+    pub const FIELD_VALUE: &str = "FieldValue";
+    pub const ISSUE_SORT: &str = "IssueSort";
+}
+
+/// An item that could not be read as the entity it claims to be.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("item ({pk}, {sk}) is not a valid {expected}: {reason}")]
+pub struct ItemError {
+    pub pk: String,
+    pub sk: String,
+    pub expected: &'static str,
+    pub reason: String,
+}
+
+impl ItemError {
+    fn new(item: &Item, expected: &'static str, reason: impl Into<String>) -> Self {
+        let text = |name: &str| match item.get(name) {
+            Some(AttributeValue::S(s)) => s.clone(),
+            _ => String::new(),
+        };
+        ItemError {
+            pk: text("PK"),
+            sk: text("SK"),
+            expected,
+            reason: reason.into(),
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct TenantItem {
+    #[serde(rename = "PK")]
+    pk: String,
+    #[serde(rename = "SK")]
+    sk: String,
+    #[serde(rename = "Type")]
+    kind: String,
+    name: String,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct ProjectItem {
+    #[serde(rename = "PK")]
+    pk: String,
+    #[serde(rename = "SK")]
+    sk: String,
+    #[serde(rename = "GSI1SK")]
+    gsi1sk: String,
+    #[serde(rename = "Type")]
+    kind: String,
+    name: String,
+    next_issue_num: u32,
+    version: u64,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct CustomFieldItem {
+    #[serde(rename = "PK")]
+    pk: String,
+    #[serde(rename = "SK")]
+    sk: String,
+    #[serde(rename = "Type")]
+    kind: String,
+    name: String,
+    field_type: String,
+    position: u32,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct FieldLookupItem {
+    #[serde(rename = "PK")]
+    pk: String,
+    #[serde(rename = "SK")]
+    sk: String,
+    #[serde(rename = "Type")]
+    kind: String,
+    project: String,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct IssueItem {
+    #[serde(rename = "PK")]
+    pk: String,
+    #[serde(rename = "SK")]
+    sk: String,
+    #[serde(rename = "GSI1SK")]
+    gsi1sk: String,
+    #[serde(rename = "Type")]
+    kind: String,
+    num: u32,
+    name: String,
+    state: String,
+    version: u64,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct FieldValueItem {
+    #[serde(rename = "PK")]
+    pk: String,
+    #[serde(rename = "SK")]
+    sk: String,
+    #[serde(rename = "GSI1SK")]
+    gsi1sk: String,
+    #[serde(rename = "Type")]
+    kind: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct SortRowItem {
+    #[serde(rename = "PK")]
+    pk: String,
+    #[serde(rename = "SK")]
+    sk: String,
+    #[serde(rename = "GSI1SK")]
+    gsi1sk: String,
+    #[serde(rename = "Type")]
+    kind: String,
+}
+
+fn to_item<T: Serialize>(value: &T) -> Item {
+    // Serializing plain structs of strings, numbers and maps into an item cannot fail; the
+    // fallback keeps this total without a panic path.
+    serde_dynamo::to_item(value).unwrap_or_default()
+}
+
+fn from_item<'a, T: Deserialize<'a>>(item: &Item, expected: &'static str) -> Result<T, ItemError> {
+    serde_dynamo::from_item(item.clone()).map_err(|e| ItemError::new(item, expected, e.to_string()))
+}
+
+fn check_type(item: &Item, kind: &str, expected: &'static str) -> Result<(), ItemError> {
+    match item.get("Type") {
+        Some(AttributeValue::S(t)) if t == kind => Ok(()),
+        _ => Err(ItemError::new(
+            item,
+            expected,
+            format!("Type is not {kind}"),
+        )),
+    }
+}
+
+/// The `Type` of an item, if it has one.
+pub fn item_type(item: &Item) -> Option<&str> {
+    match item.get("Type") {
+        Some(AttributeValue::S(t)) => Some(t.as_str()),
+        _ => None,
+    }
+}
+
+/// The `PK` of an item.
+pub fn item_pk(item: &Item) -> Option<&str> {
+    match item.get("PK") {
+        Some(AttributeValue::S(t)) => Some(t.as_str()),
+        _ => None,
+    }
+}
+
+pub fn tenant_item(tenant: &Tenant) -> Item {
+    let key = keys::tenant(&tenant.id);
+    to_item(&TenantItem {
+        pk: key.pk,
+        sk: key.sk,
+        kind: types::TENANT.into(),
+        name: tenant.name.clone(),
+    })
+}
+
+pub fn decode_tenant(item: &Item) -> Result<Tenant, ItemError> {
+    const E: &str = "tenant";
+    check_type(item, types::TENANT, E)?;
+    let raw: TenantItem = from_item(item, E)?;
+    Ok(Tenant {
+        id: TenantId::parse(&raw.pk).map_err(|e| ItemError::new(item, E, e.to_string()))?,
+        name: raw.name,
+    })
+}
+
+pub fn project_item(project: &Project) -> Item {
+    let key = keys::project(&project.id, &project.tenant);
+    to_item(&ProjectItem {
+        pk: key.pk,
+        sk: key.sk,
+        gsi1sk: keys::project_sort(&project.name, &project.id),
+        kind: types::PROJECT.into(),
+        name: project.name.clone(),
+        next_issue_num: project.next_issue_num,
+        version: project.version,
+    })
+}
+
+pub fn decode_project(item: &Item) -> Result<Project, ItemError> {
+    const E: &str = "project";
+    check_type(item, types::PROJECT, E)?;
+    let raw: ProjectItem = from_item(item, E)?;
+    let bad = |e: crate::ids::IdError| ItemError::new(item, E, e.to_string());
+    Ok(Project {
+        id: ProjectId::parse(&raw.pk).map_err(bad)?,
+        tenant: TenantId::parse(&raw.sk).map_err(bad)?,
+        name: raw.name,
+        next_issue_num: raw.next_issue_num,
+        version: raw.version,
+    })
+}
+
+/// A custom field's definition item and its lookup item.
+pub fn field_items(field: &CustomField) -> [Item; 2] {
+    let key = keys::field(&field.project, &field.id);
+    let lookup = keys::field_lookup(&field.id);
+    [
+        to_item(&CustomFieldItem {
+            pk: key.pk,
+            sk: key.sk,
+            kind: types::CUSTOM_FIELD.into(),
+            name: field.name.clone(),
+            field_type: field.field_type.as_str().into(),
+            position: field.position,
+        }),
+        to_item(&FieldLookupItem {
+            pk: lookup.pk,
+            sk: lookup.sk,
+            kind: types::FIELD_LOOKUP.into(),
+            project: field.project.to_string(),
+        }),
+    ]
+}
+
+pub fn decode_field(item: &Item) -> Result<CustomField, ItemError> {
+    const E: &str = "custom field";
+    check_type(item, types::CUSTOM_FIELD, E)?;
+    let raw: CustomFieldItem = from_item(item, E)?;
+    let bad = |e: crate::ids::IdError| ItemError::new(item, E, e.to_string());
+    Ok(CustomField {
+        id: FieldId::parse(&raw.sk).map_err(bad)?,
+        project: ProjectId::parse(&raw.pk).map_err(bad)?,
+        name: raw.name,
+        field_type: FieldType::parse(&raw.field_type).ok_or_else(|| {
+            ItemError::new(item, E, format!("unknown FieldType {}", raw.field_type))
+        })?,
+        position: raw.position,
+    })
+}
+
+/// The project a field lookup item points to.
+pub fn decode_field_lookup(item: &Item) -> Result<ProjectId, ItemError> {
+    const E: &str = "custom field lookup";
+    check_type(item, types::FIELD_LOOKUP, E)?;
+    let raw: FieldLookupItem = from_item(item, E)?;
+    ProjectId::parse(&raw.project).map_err(|e| ItemError::new(item, E, e.to_string()))
+}
+
+fn value_attribute(value: &FieldValue) -> AttributeValue {
+    if value.field_type().is_numeric() {
+        AttributeValue::N(value.to_string())
+    } else {
+        AttributeValue::S(value.to_string())
+    }
+}
+
+/// Attribute holding an issue's field values. Typed values (`S` for text and dates, `N` for
+/// numbers) are set on the item directly rather than through serde, which would wrap them.
+pub const VALUES: &str = "Values";
+/// Attribute holding a field value row's value.
+const VALUE: &str = "Value";
+
+/// An issue's source item without its `Values` (added by [`issue_items`] once typed).
+fn issue_item(issue: &Issue) -> Item {
+    let key = keys::issue(&issue.id, &issue.project);
+    to_item(&IssueItem {
+        pk: key.pk,
+        sk: key.sk,
+        gsi1sk: keys::issue_sort(issue.num),
+        kind: types::ISSUE.into(),
+        num: issue.num,
+        name: issue.name.clone(),
+        state: issue.state.as_str().into(),
+        version: issue.version,
+    })
+}
+
+/// Why an issue cannot be written.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum EncodeError {
+    #[error("custom field {0} does not belong to the issue's project")]
+    UnknownField(FieldId),
+    #[error(transparent)]
+    BadValue(#[from] ValueError),
+}
+
+/// The typed values of an issue, checked against its project's fields.
+fn typed_values<'a>(
+    issue: &'a Issue,
+    fields: &[CustomField],
+) -> Result<Vec<(&'a FieldId, FieldValue)>, EncodeError> {
+    issue
+        .values
+        .iter()
+        .map(|(id, text)| {
+            let field = fields
+                .iter()
+                .find(|f| &f.id == id)
+                .ok_or_else(|| EncodeError::UnknownField(id.clone()))?;
+            Ok((id, FieldValue::parse(field.field_type, text)?))
+        })
+        .collect()
+}
+
+/// Every item of an issue: the source item, then the derived index rows (name, state, one per
+/// set field value). Writers put all of them in one transaction; a reindex rebuilds the index
+/// rows from the source item with this same function. `fields` are the project's custom
+/// fields: they give each value its type, hence its attribute type and sort string.
+pub fn issue_items(issue: &Issue, fields: &[CustomField]) -> Result<Vec<Item>, EncodeError> {
+    let typed = typed_values(issue, fields)?;
+    let mut items = Vec::with_capacity(3 + typed.len());
+    let mut source = issue_item(issue);
+    let values: HashMap<String, AttributeValue> = typed
+        .iter()
+        .map(|(f, v)| (f.to_string(), value_attribute(v)))
+        .collect();
+    source.insert(VALUES.into(), AttributeValue::M(values));
+    items.push(source);
+    let name = keys::name_row(&issue.id, &issue.project);
+    items.push(to_item(&SortRowItem {
+        pk: name.pk,
+        sk: name.sk,
+        gsi1sk: keys::name_sort(&issue.name, issue.num),
+        kind: types::ISSUE_SORT.into(),
+    }));
+    let state = keys::state_row(&issue.id, &issue.project);
+    items.push(to_item(&SortRowItem {
+        pk: state.pk,
+        sk: state.sk,
+        gsi1sk: keys::state_sort(issue.state, issue.num),
+        kind: types::ISSUE_SORT.into(),
+    }));
+    for (field, value) in &typed {
+        let key = keys::field_value(&issue.id, field);
+        let mut row = to_item(&FieldValueItem {
+            pk: key.pk,
+            sk: key.sk,
+            gsi1sk: keys::value_sort(value, issue.num),
+            kind: types::FIELD_VALUE.into(),
+        });
+        row.insert(VALUE.into(), value_attribute(value));
+        items.push(row);
+    }
+    Ok(items)
+}
+
+/// Reads an issue's source item. Values are kept as their stored text (see
+/// [`Issue::values`]); entries that are neither strings nor numbers, or whose key is not a
+/// field id, are left out with a warning, because one bad cell must not hide the whole row.
+pub fn decode_issue(item: &Item) -> Result<Issue, ItemError> {
+    const E: &str = "issue";
+    check_type(item, types::ISSUE, E)?;
+    let raw: IssueItem = from_item(item, E)?;
+    let bad = |e: crate::ids::IdError| ItemError::new(item, E, e.to_string());
+    let id = IssueId::parse(&raw.pk).map_err(bad)?;
+    let raw_values = match item.get(VALUES) {
+        Some(AttributeValue::M(m)) => m.clone(),
+        None => HashMap::new(),
+        Some(_) => return Err(ItemError::new(item, E, "Values is not a map")),
+    };
+    let mut values = BTreeMap::new();
+    for (field_id, attr) in raw_values {
+        match (FieldId::parse(&field_id), attr) {
+            (Ok(field), AttributeValue::S(text) | AttributeValue::N(text)) => {
+                values.insert(field, text);
+            }
+            _ => tracing::warn!(issue = %id, field = %field_id, "unreadable field value left out"),
+        }
+    }
+    Ok(Issue {
+        project: ProjectId::parse(&raw.sk).map_err(bad)?,
+        id,
+        num: raw.num,
+        name: raw.name,
+        state: IssueState::parse(&raw.state)
+            .ok_or_else(|| ItemError::new(item, E, format!("unknown State {}", raw.state)))?,
+        values,
+        version: raw.version,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample_issue() -> (Issue, Vec<CustomField>) {
+        let project = ProjectId::parse("project-35e9").unwrap();
+        let start = CustomField {
+            id: FieldId::parse("xattrib-3812").unwrap(),
+            project: project.clone(),
+            name: "Start".into(),
+            field_type: FieldType::Date,
+            position: 1,
+        };
+        let items = CustomField {
+            id: FieldId::parse("xattrib-3fe6").unwrap(),
+            project: project.clone(),
+            name: "Num Items".into(),
+            field_type: FieldType::Int,
+            position: 3,
+        };
+        let mut values = BTreeMap::new();
+        values.insert(start.id.clone(), "2023-05-01".to_string());
+        values.insert(items.id.clone(), "42".to_string());
+        let issue = Issue {
+            id: IssueId::parse("issue-020e").unwrap(),
+            project,
+            num: 1,
+            name: "Needs Painting".into(),
+            state: IssueState::Open,
+            values,
+            version: 1,
+        };
+        (issue, vec![start, items])
+    }
+
+    #[test]
+    fn issue_round_trips_and_derives_its_index_rows() {
+        let (issue, fields) = sample_issue();
+        let items = issue_items(&issue, &fields).unwrap();
+        assert_eq!(decode_issue(&items[0]).unwrap(), issue);
+        let sks: Vec<_> = items
+            .iter()
+            .map(|i| match i.get("SK") {
+                Some(AttributeValue::S(s)) => s.clone(),
+                _ => panic!("no SK"),
+            })
+            .collect();
+        assert_eq!(
+            sks,
+            [
+                "project-35e9",
+                "project-35e9#name",
+                "project-35e9#state",
+                "xvalue-3812",
+                "xvalue-3fe6"
+            ]
+        );
+        assert_eq!(items[4].get("Value"), Some(&AttributeValue::N("42".into())));
+        assert_eq!(
+            items[3].get("Value"),
+            Some(&AttributeValue::S("2023-05-01".into()))
+        );
+        assert_eq!(item_type(&items[1]), Some(types::ISSUE_SORT));
+    }
+
+    #[test]
+    fn decoding_checks_the_type() {
+        let (issue, fields) = sample_issue();
+        let items = issue_items(&issue, &fields).unwrap();
+        assert!(decode_issue(&items[1]).is_err());
+        assert!(decode_tenant(&items[0]).is_err());
+    }
+
+    #[test]
+    fn writing_checks_values_against_field_types() {
+        let (mut issue, fields) = sample_issue();
+        issue.values.insert(fields[1].id.clone(), "4.5".into());
+        assert!(matches!(
+            issue_items(&issue, &fields),
+            Err(EncodeError::BadValue(_))
+        ));
+        issue.values.clear();
+        issue
+            .values
+            .insert(FieldId::parse("xattrib-none").unwrap(), "x".into());
+        assert!(matches!(
+            issue_items(&issue, &fields),
+            Err(EncodeError::UnknownField(_))
+        ));
+    }
+
+    #[test]
+    fn project_and_field_round_trip() {
+        let p = Project {
+            id: ProjectId::parse("project-35e9").unwrap(),
+            tenant: TenantId::parse("tenant-0807").unwrap(),
+            name: "Forth Rail Bridge".into(),
+            next_issue_num: 4,
+            version: 1,
+        };
+        assert_eq!(decode_project(&project_item(&p)).unwrap(), p);
+        let (_, fields) = sample_issue();
+        let [def, lookup] = field_items(&fields[0]);
+        assert_eq!(decode_field(&def).unwrap(), fields[0]);
+        assert_eq!(decode_field_lookup(&lookup).unwrap(), p.id);
+    }
+}

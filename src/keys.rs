@@ -1,0 +1,154 @@
+//! The single-table layout's key values: which `PK`, `SK` and `GSI1SK` every item gets, and
+//! which partition every access pattern reads.
+//!
+//! This is the only module that knows how keys are spelled (`xvalue-…`, `project-…#name`, …);
+//! the sort strings inside `GSI1SK` come from `crate::sortkey`.
+
+use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
+use crate::model::{FieldValue, IssueState};
+use crate::sortkey;
+use crate::store::Key;
+
+/// Prefix of a field-value index row's sort key: `xvalue-<field id part>`.
+pub const VALUE_PREFIX: &str = "xvalue-";
+/// Suffix of an issue's name sort row (`project-<id>#name`).
+const NAME_SUFFIX: &str = "#name";
+/// Suffix of an issue's state sort row (`project-<id>#state`).
+const STATE_SUFFIX: &str = "#state";
+
+/// The one item of a tenant.
+pub fn tenant(tenant: &TenantId) -> Key {
+    Key::new(tenant.as_str(), tenant.as_str())
+}
+
+/// A project's own item; its `SK` is the owning tenant.
+pub fn project(project: &ProjectId, tenant: &TenantId) -> Key {
+    Key::new(project.as_str(), tenant.as_str())
+}
+
+/// A custom field's definition item, inside its project's partition.
+pub fn field(project: &ProjectId, field: &FieldId) -> Key {
+    Key::new(project.as_str(), field.as_str())
+}
+
+/// The lookup item that maps a field id to its project, so `node(id:)` can find a field
+/// without knowing the project (see ARCHITECTURE.md, "Additions to the layout").
+pub fn field_lookup(field: &FieldId) -> Key {
+    Key::new(field.as_str(), field.as_str())
+}
+
+/// An issue's source item; its `SK` is the owning project.
+pub fn issue(issue: &IssueId, project: &ProjectId) -> Key {
+    Key::new(issue.as_str(), project.as_str())
+}
+
+/// An issue's value index row for one custom field.
+pub fn field_value(issue: &IssueId, field: &FieldId) -> Key {
+    Key::new(issue.as_str(), field_value_partition(field))
+}
+
+/// An issue's name sort row.
+pub fn name_row(issue: &IssueId, project: &ProjectId) -> Key {
+    Key::new(issue.as_str(), name_partition(project))
+}
+
+/// An issue's state sort row.
+pub fn state_row(issue: &IssueId, project: &ProjectId) -> Key {
+    Key::new(issue.as_str(), state_partition(project))
+}
+
+/// `GSI1` partition holding a tenant's projects, by name.
+pub fn projects_partition(tenant: &TenantId) -> String {
+    tenant.as_str().to_string()
+}
+
+/// `GSI1` partition holding a project's issue items, by num.
+pub fn issues_by_num_partition(project: &ProjectId) -> String {
+    project.as_str().to_string()
+}
+
+/// `GSI1` partition holding a project's name sort rows.
+pub fn name_partition(project: &ProjectId) -> String {
+    format!("{project}{NAME_SUFFIX}")
+}
+
+/// `GSI1` partition holding a project's state sort rows.
+pub fn state_partition(project: &ProjectId) -> String {
+    format!("{project}{STATE_SUFFIX}")
+}
+
+/// `GSI1` partition holding one custom field's value rows (also their table `SK`).
+pub fn field_value_partition(field: &FieldId) -> String {
+    format!("{VALUE_PREFIX}{}", field.part())
+}
+
+/// Table sort-key prefix that selects an issue's source item within its partition (the source
+/// item's `SK` is `project-<id>`, a prefix of its sort rows' keys, so it sorts first).
+pub const ISSUE_SOURCE_SK_PREFIX: &str = "project-";
+
+/// `GSI1SK` of a project: its name, with the project id after a separator so that projects
+/// of the same name still have distinct, stable positions.
+pub fn project_sort(name: &str, project: &ProjectId) -> String {
+    sortkey::with_suffix(&sortkey::text(name), project.part())
+}
+
+/// `GSI1SK` of an issue item: its num.
+pub fn issue_sort(num: u32) -> String {
+    sortkey::num(num)
+}
+
+/// `GSI1SK` of an issue's name sort row.
+pub fn name_sort(name: &str, num: u32) -> String {
+    sortkey::with_num(&sortkey::text(name), num)
+}
+
+/// `GSI1SK` of an issue's state sort row.
+pub fn state_sort(state: IssueState, num: u32) -> String {
+    sortkey::with_num(sortkey::state_open(state == IssueState::Open), num)
+}
+
+/// `GSI1SK` of a field value row.
+pub fn value_sort(value: &FieldValue, num: u32) -> String {
+    let part = match value {
+        FieldValue::Text(s) => sortkey::text(s),
+        FieldValue::Int(i) => sortkey::int(*i),
+        FieldValue::Number(d) => sortkey::decimal(d),
+        FieldValue::Date(d) => sortkey::date(*d),
+    };
+    sortkey::with_num(&part, num)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_follow_the_layout_contract() {
+        let t = TenantId::parse("tenant-0807").unwrap();
+        let p = ProjectId::parse("project-35e9").unwrap();
+        let f = FieldId::parse("xattrib-3812").unwrap();
+        let i = IssueId::parse("issue-020e").unwrap();
+        assert_eq!(tenant(&t), Key::new("tenant-0807", "tenant-0807"));
+        assert_eq!(project(&p, &t), Key::new("project-35e9", "tenant-0807"));
+        assert_eq!(field(&p, &f), Key::new("project-35e9", "xattrib-3812"));
+        assert_eq!(issue(&i, &p), Key::new("issue-020e", "project-35e9"));
+        assert_eq!(field_value(&i, &f), Key::new("issue-020e", "xvalue-3812"));
+        assert_eq!(
+            name_row(&i, &p),
+            Key::new("issue-020e", "project-35e9#name")
+        );
+        assert_eq!(
+            state_row(&i, &p),
+            Key::new("issue-020e", "project-35e9#state")
+        );
+        assert!(name_row(&i, &p).sk.starts_with(ISSUE_SOURCE_SK_PREFIX));
+    }
+
+    #[test]
+    fn project_sort_strings_order_by_name_then_id() {
+        let a = ProjectId::parse("project-b").unwrap();
+        let b = ProjectId::parse("project-a").unwrap();
+        assert!(project_sort("Alpha", &a) < project_sort("beta", &b));
+        assert!(project_sort("Same", &b) < project_sort("same", &a));
+    }
+}

@@ -1,0 +1,17 @@
+//! gridgate: a GraphQL gateway serving sorted, paged database grid views out of one DynamoDB
+//! table. See ARCHITECTURE.md for the map.
+
+pub mod cli;
+pub mod config;
+pub mod graphql;
+pub mod http;
+pub mod ids;
+pub mod items;
+pub mod keys;
+pub mod loaders;
+pub mod model;
+pub mod paging;
+pub mod repo;
+pub mod seed;
+pub mod sortkey;
+pub mod store;

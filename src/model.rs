@@ -1,0 +1,276 @@
+//! The domain: tenants, projects, custom fields, issues and typed field values, independent of
+//! how they are stored or served.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use bigdecimal::{BigDecimal, Zero};
+use chrono::NaiveDate;
+
+use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tenant {
+    pub id: TenantId,
+    pub name: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Project {
+    pub id: ProjectId,
+    pub tenant: TenantId,
+    pub name: String,
+    /// The num the next created issue gets.
+    pub next_issue_num: u32,
+    /// Optimistic-concurrency version, bumped by every write of the project item.
+    pub version: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CustomField {
+    pub id: FieldId,
+    pub project: ProjectId,
+    pub name: String,
+    pub field_type: FieldType,
+    pub position: u32,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Issue {
+    pub id: IssueId,
+    pub project: ProjectId,
+    pub num: u32,
+    pub name: String,
+    pub state: IssueState,
+    /// The truth for custom field values: field id → canonical text of the value (see
+    /// [`FieldValue`]). Only set values are present. Reading keeps the text as stored, so an
+    /// issue can be read without its project's field definitions; writers check every value
+    /// against its field's type.
+    pub values: BTreeMap<FieldId, String>,
+    pub version: u64,
+}
+
+/// A project together with its custom fields in position order: what one Query of the
+/// project's partition returns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProjectData {
+    pub project: Project,
+    pub fields: Vec<CustomField>,
+}
+
+impl ProjectData {
+    pub fn field(&self, id: &FieldId) -> Option<&CustomField> {
+        self.fields.iter().find(|f| &f.id == id)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FieldType {
+    Text,
+    Int,
+    Number,
+    Date,
+}
+
+impl FieldType {
+    /// The spelling stored in the `FieldType` attribute.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FieldType::Text => "text",
+            FieldType::Int => "int",
+            FieldType::Number => "number",
+            FieldType::Date => "date",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "text" => Some(FieldType::Text),
+            "int" => Some(FieldType::Int),
+            "number" => Some(FieldType::Number),
+            "date" => Some(FieldType::Date),
+            _ => None,
+        }
+    }
+
+    /// Whether values of this type are stored as DynamoDB numbers (`N`) rather than strings.
+    pub fn is_numeric(self) -> bool {
+        matches!(self, FieldType::Int | FieldType::Number)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum IssueState {
+    Open,
+    Closed,
+}
+
+impl IssueState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IssueState::Open => "open",
+            IssueState::Closed => "closed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "open" => Some(IssueState::Open),
+            "closed" => Some(IssueState::Closed),
+            _ => None,
+        }
+    }
+}
+
+/// A typed custom field value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FieldValue {
+    Text(String),
+    Int(i64),
+    Number(BigDecimal),
+    Date(NaiveDate),
+}
+
+/// Why a text is not a valid value of a field type.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{text}` is not a valid {expected} value: {reason}")]
+pub struct ValueError {
+    pub text: String,
+    pub expected: &'static str,
+    pub reason: &'static str,
+}
+
+/// DynamoDB numbers hold at most 38 significant digits.
+const MAX_NUMBER_DIGITS: u64 = 38;
+/// DynamoDB's number range: magnitudes from 1E-130 to below 1E+126.
+const MIN_NUMBER_EXPONENT: i64 = -130;
+const MAX_NUMBER_EXPONENT: i64 = 125;
+
+impl FieldValue {
+    /// Parses the canonical (or any accepted) text of a value of type `ty`.
+    pub fn parse(ty: FieldType, text: &str) -> Result<Self, ValueError> {
+        let err = |reason| ValueError {
+            text: text.to_string(),
+            expected: ty.as_str(),
+            reason,
+        };
+        match ty {
+            FieldType::Text => Ok(FieldValue::Text(text.to_string())),
+            FieldType::Int => text
+                .trim()
+                .parse::<i64>()
+                .map(FieldValue::Int)
+                .map_err(|_| err("expected a whole number between -9223372036854775808 and 9223372036854775807")),
+            FieldType::Number => {
+                let d = BigDecimal::from_str(text.trim())
+                    .map_err(|_| err("expected a decimal number such as -3.5 or 1e10"))?
+                    .normalized();
+                if d.digits() > MAX_NUMBER_DIGITS {
+                    return Err(err("at most 38 significant digits are supported"));
+                }
+                if !d.is_zero() {
+                    // The magnitude lies in [10^(exp-1), 10^exp).
+                    let exponent = d.digits() as i64 - d.fractional_digit_count();
+                    if !(MIN_NUMBER_EXPONENT + 1..=MAX_NUMBER_EXPONENT + 1).contains(&exponent) {
+                        return Err(err("magnitude must lie between 1e-130 and 1e126"));
+                    }
+                }
+                Ok(FieldValue::Number(d))
+            }
+            FieldType::Date => {
+                let date = NaiveDate::parse_from_str(text.trim(), "%Y-%m-%d")
+                    .map_err(|_| err("expected a date as YYYY-MM-DD"))?;
+                if !(1..=9999).contains(&chrono::Datelike::year(&date)) {
+                    return Err(err("years 0001 to 9999 are supported"));
+                }
+                Ok(FieldValue::Date(date))
+            }
+        }
+    }
+
+    pub fn field_type(&self) -> FieldType {
+        match self {
+            FieldValue::Text(_) => FieldType::Text,
+            FieldValue::Int(_) => FieldType::Int,
+            FieldValue::Number(_) => FieldType::Number,
+            FieldValue::Date(_) => FieldType::Date,
+        }
+    }
+}
+
+/// The canonical text: `Approved`, `42`, `-3.5`, `2023-05-01`. Numbers are written in plain
+/// decimal notation without trailing zeros, so equal numbers always read the same.
+impl fmt::Display for FieldValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FieldValue::Text(s) => f.write_str(s),
+            FieldValue::Int(i) => write!(f, "{i}"),
+            FieldValue::Number(d) => f.write_str(&plain_decimal(d)),
+            FieldValue::Date(d) => write!(f, "{}", d.format("%Y-%m-%d")),
+        }
+    }
+}
+
+/// Writes a decimal without exponent notation (BigDecimal's Display switches to scientific
+/// notation for large exponents, which would make the same value read differently).
+fn plain_decimal(d: &BigDecimal) -> String {
+    let d = d.normalized();
+    if d.is_zero() {
+        return "0".to_string();
+    }
+    let (int, scale) = d.as_bigint_and_exponent();
+    let negative = int.sign() == bigdecimal::num_bigint::Sign::Minus;
+    let digits = int.magnitude().to_string();
+    let body = if scale <= 0 {
+        format!("{digits}{}", "0".repeat((-scale) as usize))
+    } else {
+        let scale = scale as usize;
+        if digits.len() > scale {
+            let (i, f) = digits.split_at(digits.len() - scale);
+            format!("{i}.{f}")
+        } else {
+            format!("0.{}{digits}", "0".repeat(scale - digits.len()))
+        }
+    };
+    if negative {
+        format!("-{body}")
+    } else {
+        body
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn canon(ty: FieldType, s: &str) -> String {
+        FieldValue::parse(ty, s).unwrap().to_string()
+    }
+
+    #[test]
+    fn canonical_text() {
+        assert_eq!(canon(FieldType::Number, "-3.50"), "-3.5");
+        assert_eq!(canon(FieldType::Number, "1e3"), "1000");
+        assert_eq!(canon(FieldType::Number, "0.00"), "0");
+        assert_eq!(canon(FieldType::Number, "-0.001"), "-0.001");
+        assert_eq!(canon(FieldType::Number, "12.5e-3"), "0.0125");
+        assert_eq!(canon(FieldType::Int, "42"), "42");
+        assert_eq!(canon(FieldType::Date, "2023-05-01"), "2023-05-01");
+        assert_eq!(canon(FieldType::Text, "Approved"), "Approved");
+    }
+
+    #[test]
+    fn rejects_invalid_values() {
+        assert!(FieldValue::parse(FieldType::Int, "4.2").is_err());
+        assert!(FieldValue::parse(FieldType::Number, "abc").is_err());
+        assert!(FieldValue::parse(FieldType::Number, "1e200").is_err());
+        assert!(FieldValue::parse(
+            FieldType::Number,
+            "1234567890123456789012345678901234567890"
+        )
+        .is_err());
+        assert!(FieldValue::parse(FieldType::Date, "2023-02-30").is_err());
+        assert!(FieldValue::parse(FieldType::Date, "0000-01-01").is_err());
+    }
+}

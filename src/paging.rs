@@ -1,0 +1,404 @@
+//! Keyset paging over `GSI1`: Relay-style page requests, opaque cursors, and the engine that
+//! walks one or more index partitions ("segments") to fill a page.
+//!
+//! A sorted list is a sequence of segments read in order: one partition for most sorts, two
+//! for a custom-field sort (the rows that have a value, then the issues without one, found by
+//! a filtered query). A [`Position`] names a row by its segment and its `GSI1` key, so a cursor
+//! is an `ExclusiveStartKey` in disguise and every page is a keyset query, never a scan.
+
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+
+use crate::store::{
+    table, AttributeValue, Filter, Index, Item, Key, Query, SortCondition, StartKey, Store,
+    StoreError,
+};
+
+/// Page size when neither `first` nor `last` is given.
+pub const DEFAULT_PAGE_SIZE: usize = 20;
+/// The largest page a client may ask for.
+pub const MAX_PAGE_SIZE: usize = 100;
+
+/// Why a page request cannot be served.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PagingError {
+    #[error("`{arg}` must be between 1 and {MAX_PAGE_SIZE}, got {value}")]
+    PageSize { arg: &'static str, value: i64 },
+    #[error("pass either `first` or `last`, not both")]
+    FirstAndLast,
+    #[error("`{arg}` is not a valid cursor: pass a cursor exactly as this API returned it")]
+    MalformedCursor { arg: &'static str },
+    #[error("`{arg}` is a cursor of another list or ordering: cursors only work with the connection and `orderBy` that produced them")]
+    ForeignCursor { arg: &'static str },
+}
+
+/// Which way a page is read: `first`/`after` reads forward, `last`/`before` backward.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    Forward,
+    Backward,
+}
+
+/// A row's place in a sorted list.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Position {
+    #[serde(rename = "s")]
+    pub segment: usize,
+    #[serde(rename = "k")]
+    pub pk: String,
+    #[serde(rename = "g")]
+    pub gsi1sk: String,
+}
+
+/// What a cursor says: the list it belongs to and a position in it.
+#[derive(Serialize, Deserialize)]
+struct CursorBody {
+    #[serde(rename = "v")]
+    version: u8,
+    #[serde(rename = "l")]
+    scope: String,
+    #[serde(flatten)]
+    position: Position,
+}
+
+const CURSOR_VERSION: u8 = 1;
+
+/// Identifies one sorted list (connection, owner, ordering), so a cursor of one list is never
+/// read as a position in another.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Scope(pub String);
+
+impl Scope {
+    /// Encodes a position of this list as an opaque cursor.
+    pub fn cursor(&self, position: &Position) -> String {
+        let body = CursorBody {
+            version: CURSOR_VERSION,
+            scope: self.0.clone(),
+            position: position.clone(),
+        };
+        // Serializing a struct of strings and integers to JSON cannot fail.
+        let json = serde_json::to_vec(&body).unwrap_or_default();
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json)
+    }
+
+    /// Decodes a cursor, checking that it belongs to this list.
+    pub fn position(&self, arg: &'static str, cursor: &str) -> Result<Position, PagingError> {
+        let malformed = PagingError::MalformedCursor { arg };
+        let json = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(cursor)
+            .map_err(|_| malformed.clone())?;
+        let body: CursorBody = serde_json::from_slice(&json).map_err(|_| malformed.clone())?;
+        if body.version != CURSOR_VERSION {
+            return Err(malformed);
+        }
+        if body.scope != self.0 {
+            return Err(PagingError::ForeignCursor { arg });
+        }
+        Ok(body.position)
+    }
+}
+
+/// A validated page request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PageRequest {
+    pub direction: Direction,
+    pub size: usize,
+    /// Rows strictly after this position (`after`).
+    pub after: Option<Position>,
+    /// Rows strictly before this position (`before`).
+    pub before: Option<Position>,
+}
+
+impl PageRequest {
+    /// Validates Relay connection arguments against a list's scope.
+    pub fn from_args(
+        scope: &Scope,
+        first: Option<i32>,
+        after: Option<&str>,
+        last: Option<i32>,
+        before: Option<&str>,
+    ) -> Result<Self, PagingError> {
+        let size = |arg, v: i32| {
+            if (1..=MAX_PAGE_SIZE as i64).contains(&(v as i64)) {
+                Ok(v as usize)
+            } else {
+                Err(PagingError::PageSize {
+                    arg,
+                    value: v as i64,
+                })
+            }
+        };
+        let (direction, size) = match (first, last) {
+            (Some(_), Some(_)) => return Err(PagingError::FirstAndLast),
+            (Some(n), None) => (Direction::Forward, size("first", n)?),
+            (None, Some(n)) => (Direction::Backward, size("last", n)?),
+            // Without a size, `before` alone means "the rows just before", as Relay clients
+            // paging backward expect.
+            (None, None) if before.is_some() && after.is_none() => {
+                (Direction::Backward, DEFAULT_PAGE_SIZE)
+            }
+            (None, None) => (Direction::Forward, DEFAULT_PAGE_SIZE),
+        };
+        Ok(PageRequest {
+            direction,
+            size,
+            after: after.map(|c| scope.position("after", c)).transpose()?,
+            before: before.map(|c| scope.position("before", c)).transpose()?,
+        })
+    }
+}
+
+/// One partition of `GSI1` read as part of a sorted list.
+#[derive(Clone, Debug)]
+pub struct Segment {
+    pub partition: String,
+    /// The list's sort direction within this segment: `true` for ascending `GSI1SK`.
+    pub ascending: bool,
+    /// Set for a segment whose rows are picked out by a filter (the empty cells of a
+    /// custom-field sort); its reads count against [`Limits::max_filtered_reads`].
+    pub filter: Option<Filter>,
+}
+
+/// Bounds on the work of one page.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// The most items a page may read in filtered segments before it returns what it has.
+    pub max_filtered_reads: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_filtered_reads: 1000,
+        }
+    }
+}
+
+/// One row of a page: its position and the index item read (projection ALL).
+#[derive(Clone, Debug)]
+pub struct Row {
+    pub position: Position,
+    pub item: Item,
+}
+
+/// A page of rows in list order, with Relay's page info.
+#[derive(Clone, Debug, Default)]
+pub struct Page {
+    pub rows: Vec<Row>,
+    pub has_next: bool,
+    pub has_previous: bool,
+    /// Where a page cut short by [`Limits::max_filtered_reads`] stopped reading. Continuing
+    /// from here (as `after`, or `before` when paging backward) skips the rows already read.
+    pub resume: Option<Position>,
+}
+
+fn gsi1sk_of(item: &Item) -> Option<&str> {
+    match item.get(table::GSI1SK) {
+        Some(AttributeValue::S(s)) => Some(s),
+        _ => None,
+    }
+}
+
+fn pk_of(item: &Item) -> Option<&str> {
+    match item.get(table::PK) {
+        Some(AttributeValue::S(s)) => Some(s),
+        _ => None,
+    }
+}
+
+/// Whether `a` comes before `b` in list order.
+fn precedes(segments: &[Segment], a: &Position, b: &Position) -> bool {
+    if a.segment != b.segment {
+        return a.segment < b.segment;
+    }
+    let ascending = segments.get(a.segment).is_none_or(|s| s.ascending);
+    let key_a = (a.gsi1sk.as_str(), a.pk.as_str());
+    let key_b = (b.gsi1sk.as_str(), b.pk.as_str());
+    if ascending {
+        key_a < key_b
+    } else {
+        key_a > key_b
+    }
+}
+
+/// How many items a filtered query asks for beyond what the page still needs: reading a few
+/// times the need fills most pages in one call without reading far past them.
+const FILTERED_OVERREAD: usize = 4;
+
+/// Reads one page of a list made of `segments`.
+pub async fn fetch(
+    store: &dyn Store,
+    segments: &[Segment],
+    request: &PageRequest,
+    limits: Limits,
+) -> Result<Page, StoreError> {
+    let forward = request.direction == Direction::Forward;
+    let (from, bound) = if forward {
+        (request.after.as_ref(), request.before.as_ref())
+    } else {
+        (request.before.as_ref(), request.after.as_ref())
+    };
+    // One row more than asked tells whether there is a next page without another call.
+    let want = request.size + 1;
+    let order: Vec<usize> = if forward {
+        (0..segments.len()).collect()
+    } else {
+        (0..segments.len()).rev().collect()
+    };
+    let first_segment = from.map(|p| p.segment);
+    let mut rows: Vec<Row> = Vec::with_capacity(want);
+    let mut filtered_reads = 0usize;
+    let mut resume = None;
+
+    'segments: for &index in &order {
+        if let Some(start_at) = first_segment {
+            let skipped = if forward {
+                index < start_at
+            } else {
+                index > start_at
+            };
+            if skipped {
+                continue;
+            }
+        }
+        let segment = &segments[index];
+        let mut start = from.filter(|p| p.segment == index).map(|p| StartKey {
+            key: Key::new(p.pk.clone(), segment.partition.clone()),
+            gsi1sk: Some(p.gsi1sk.clone()),
+        });
+        loop {
+            let needed = want - rows.len();
+            let limit = match segment.filter {
+                None => needed,
+                Some(_) => {
+                    let budget = limits.max_filtered_reads.saturating_sub(filtered_reads);
+                    if budget == 0 {
+                        break 'segments;
+                    }
+                    (needed * FILTERED_OVERREAD).min(budget)
+                }
+            };
+            let query = Query {
+                index: Index::Gsi1,
+                partition: segment.partition.clone(),
+                sort: SortCondition::Any,
+                forward: segment.ascending == forward,
+                limit: Some(limit as u32),
+                start: start.clone(),
+                filter: segment.filter.clone(),
+            };
+            let out = store.query(&query).await?;
+            if segment.filter.is_some() {
+                filtered_reads += out.scanned;
+            }
+            for item in out.items {
+                let (Some(pk), Some(gsi1sk)) = (pk_of(&item), gsi1sk_of(&item)) else {
+                    continue;
+                };
+                let position = Position {
+                    segment: index,
+                    pk: pk.to_string(),
+                    gsi1sk: gsi1sk.to_string(),
+                };
+                if let Some(bound) = bound {
+                    let beyond = if forward {
+                        !precedes(segments, &position, bound)
+                    } else {
+                        !precedes(segments, bound, &position)
+                    };
+                    if beyond {
+                        break 'segments;
+                    }
+                }
+                rows.push(Row { position, item });
+                if rows.len() == want {
+                    break 'segments;
+                }
+            }
+            match out.last_evaluated {
+                None => break,
+                Some(last) => {
+                    if segment.filter.is_some() && filtered_reads >= limits.max_filtered_reads {
+                        resume = Some(Position {
+                            segment: index,
+                            pk: last.key.pk.clone(),
+                            gsi1sk: last.gsi1sk.clone().unwrap_or_default(),
+                        });
+                        break 'segments;
+                    }
+                    start = Some(last);
+                }
+            }
+        }
+    }
+
+    let more = rows.len() > request.size;
+    rows.truncate(request.size);
+    // A page cut short by the read cap has more rows (maybe) beyond where it stopped reading.
+    let cut_short = resume.is_some();
+    let (has_next, has_previous) = if forward {
+        (more || cut_short, request.after.is_some())
+    } else {
+        (request.before.is_some(), more || cut_short)
+    };
+    if !forward {
+        rows.reverse();
+    }
+    Ok(Page {
+        rows,
+        has_next,
+        has_previous,
+        resume,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scope() -> Scope {
+        Scope("issues|project-1|NUM|ASC".into())
+    }
+
+    #[test]
+    fn cursors_round_trip_and_are_scoped() {
+        let p = Position {
+            segment: 1,
+            pk: "issue-1".into(),
+            gsi1sk: "0000000001".into(),
+        };
+        let c = scope().cursor(&p);
+        assert_eq!(scope().position("after", &c).unwrap(), p);
+        let other = Scope("issues|project-1|NUM|DESC".into());
+        assert_eq!(
+            other.position("after", &c),
+            Err(PagingError::ForeignCursor { arg: "after" })
+        );
+        assert_eq!(
+            scope().position("before", "not a cursor"),
+            Err(PagingError::MalformedCursor { arg: "before" })
+        );
+    }
+
+    #[test]
+    fn page_sizes_are_validated() {
+        let s = scope();
+        let ok = PageRequest::from_args(&s, None, None, None, None).unwrap();
+        assert_eq!(
+            (ok.direction, ok.size),
+            (Direction::Forward, DEFAULT_PAGE_SIZE)
+        );
+        let back = PageRequest::from_args(&s, None, None, Some(5), None).unwrap();
+        assert_eq!((back.direction, back.size), (Direction::Backward, 5));
+        for bad in [0, -1, 101] {
+            assert!(matches!(
+                PageRequest::from_args(&s, Some(bad), None, None, None),
+                Err(PagingError::PageSize { arg: "first", .. })
+            ));
+        }
+        assert_eq!(
+            PageRequest::from_args(&s, Some(1), None, Some(1), None),
+            Err(PagingError::FirstAndLast)
+        );
+    }
+}

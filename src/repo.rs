@@ -1,0 +1,301 @@
+//! The single-table access patterns: every read the API makes, written once above the
+//! [`Store`] trait so both stores share it.
+//!
+//! Each method names the DynamoDB calls it makes; the per-request cost budgets in the tests
+//! are sums of these.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
+use crate::items::{self, ItemError};
+use crate::keys;
+use crate::model::{Issue, Project, ProjectData, Tenant};
+use crate::paging::{self, Limits, Page, PageRequest, Scope, Segment};
+use crate::store::{
+    retry, AttrPath, DynStore, Filter, Index, Item, Query, SortCondition, StoreError,
+};
+
+/// Errors of the data layer: the store failed, or it returned an item that cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum RepoError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Item(#[from] ItemError),
+}
+
+/// The full key of an issue's source item: its id and its project.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct IssueKey {
+    pub issue: IssueId,
+    pub project: ProjectId,
+}
+
+/// A column to sort a project's issues by.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SortField {
+    Num,
+    Name,
+    State,
+    Custom(FieldId),
+}
+
+/// How a project's issues are sorted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IssueSort {
+    pub field: SortField,
+    pub ascending: bool,
+}
+
+impl Default for IssueSort {
+    fn default() -> Self {
+        IssueSort {
+            field: SortField::Num,
+            ascending: true,
+        }
+    }
+}
+
+/// An issue on a page: either the source item itself (when the index row read *is* the issue)
+/// or the key of one still to be loaded (when the row read was a derived index row).
+#[derive(Clone, Debug)]
+pub enum IssueRow {
+    Loaded(Issue),
+    Key(IssueKey),
+}
+
+/// A page of a connection with the cursor of each row.
+#[derive(Clone, Debug)]
+pub struct Paged<T> {
+    pub rows: Vec<(String, T)>,
+    pub has_next: bool,
+    pub has_previous: bool,
+    /// Cursor of where reading stopped when the page was cut short by the read cap.
+    pub resume_cursor: Option<String>,
+}
+
+/// The data access layer over one store handle (per request, a metered one).
+#[derive(Clone)]
+pub struct Repo {
+    store: DynStore,
+    limits: Limits,
+}
+
+impl Repo {
+    pub fn new(store: DynStore, limits: Limits) -> Self {
+        Repo { store, limits }
+    }
+
+    pub fn store(&self) -> &DynStore {
+        &self.store
+    }
+
+    /// Tenants by id, in BatchGetItem calls of up to 100 keys.
+    pub async fn tenants(&self, ids: &[TenantId]) -> Result<HashMap<TenantId, Tenant>, RepoError> {
+        let keys: Vec<_> = ids.iter().map(keys::tenant).collect();
+        let found = retry::batch_get_all(self.store.as_ref(), &keys).await?;
+        found
+            .iter()
+            .map(|item| items::decode_tenant(item).map(|t| (t.id.clone(), t)))
+            .collect::<Result<_, _>>()
+            .map_err(Into::into)
+    }
+
+    /// A project and its custom fields: one Query of the project's partition (the project item
+    /// and its field definitions share it, so one call brings both).
+    pub async fn project_data(&self, id: &ProjectId) -> Result<Option<ProjectData>, RepoError> {
+        let query = Query::partition(Index::Table, id.as_str());
+        let found = retry::query_all(self.store.as_ref(), &query).await?;
+        let mut project = None;
+        let mut fields = Vec::new();
+        for item in &found {
+            match items::item_type(item) {
+                Some(items::types::PROJECT) => project = Some(items::decode_project(item)?),
+                Some(items::types::CUSTOM_FIELD) => fields.push(items::decode_field(item)?),
+                _ => {}
+            }
+        }
+        fields.sort_by(|a, b| (a.position, &a.id).cmp(&(b.position, &b.id)));
+        Ok(project.map(|project| ProjectData { project, fields }))
+    }
+
+    /// The projects that custom fields belong to, from their lookup items (one BatchGetItem per
+    /// 100 fields).
+    pub async fn field_projects(
+        &self,
+        ids: &[FieldId],
+    ) -> Result<HashMap<FieldId, ProjectId>, RepoError> {
+        let keys: Vec<_> = ids.iter().map(keys::field_lookup).collect();
+        let found = retry::batch_get_all(self.store.as_ref(), &keys).await?;
+        let mut out = HashMap::new();
+        for item in &found {
+            let project = items::decode_field_lookup(item)?;
+            if let Some(Ok(field)) = items::item_pk(item).map(FieldId::parse) {
+                out.insert(field, project);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Issues by full key, in BatchGetItem calls of up to 100 keys issued concurrently.
+    pub async fn issues(&self, keys: &[IssueKey]) -> Result<HashMap<IssueKey, Issue>, RepoError> {
+        let store_keys: Vec<_> = keys
+            .iter()
+            .map(|k| keys::issue(&k.issue, &k.project))
+            .collect();
+        let found = retry::batch_get_all(self.store.as_ref(), &store_keys).await?;
+        let wanted: HashSet<&IssueKey> = keys.iter().collect();
+        let mut out = HashMap::new();
+        for item in &found {
+            let issue = items::decode_issue(item)?;
+            let key = IssueKey {
+                issue: issue.id.clone(),
+                project: issue.project.clone(),
+            };
+            if wanted.contains(&key) {
+                out.insert(key, issue);
+            }
+        }
+        Ok(out)
+    }
+
+    /// An issue by id alone: one Query of its partition for the first item whose sort key
+    /// starts with `project-` (the source item sorts before its own sort rows).
+    pub async fn issue_by_id(&self, id: &IssueId) -> Result<Option<Issue>, RepoError> {
+        let query = Query {
+            sort: SortCondition::BeginsWith(keys::ISSUE_SOURCE_SK_PREFIX.into()),
+            limit: Some(1),
+            ..Query::partition(Index::Table, id.as_str())
+        };
+        let out = self.store.query(&query).await?;
+        match out.items.first() {
+            Some(item) if items::item_type(item) == Some(items::types::ISSUE) => {
+                Ok(Some(items::decode_issue(item)?))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The scope of a tenant's project list, for its cursors.
+    pub fn projects_scope(tenant: &TenantId) -> Scope {
+        Scope(format!("projects|{tenant}"))
+    }
+
+    /// A page of a tenant's projects by name: one Query of `GSI1`.
+    pub async fn projects_page(
+        &self,
+        tenant: &TenantId,
+        request: &PageRequest,
+    ) -> Result<Paged<Project>, RepoError> {
+        let segments = [Segment {
+            partition: keys::projects_partition(tenant),
+            ascending: true,
+            filter: None,
+        }];
+        let page = paging::fetch(self.store.as_ref(), &segments, request, self.limits).await?;
+        let scope = Self::projects_scope(tenant);
+        paged(&scope, page, |item| Ok(items::decode_project(item)?))
+    }
+
+    /// The scope of a project's issue list in one ordering, for its cursors.
+    pub fn issues_scope(project: &ProjectId, sort: &IssueSort) -> Scope {
+        let field = match &sort.field {
+            SortField::Num => "NUM".to_string(),
+            SortField::Name => "NAME".to_string(),
+            SortField::State => "STATE".to_string(),
+            SortField::Custom(f) => format!("CUSTOM_FIELD:{f}"),
+        };
+        let direction = if sort.ascending { "ASC" } else { "DESC" };
+        Scope(format!("issues|{project}|{field}|{direction}"))
+    }
+
+    /// A page of a project's issues in the given order: one Query of `GSI1` per segment read
+    /// (one for a page inside a segment). Rows read from derived index rows come back as keys
+    /// for the caller to batch-load; rows read from issue items come back loaded.
+    pub async fn issues_page(
+        &self,
+        project: &ProjectId,
+        sort: &IssueSort,
+        request: &PageRequest,
+    ) -> Result<Paged<IssueRow>, RepoError> {
+        let ascending = sort.ascending;
+        let by_num = |filter| Segment {
+            partition: keys::issues_by_num_partition(project),
+            ascending,
+            filter,
+        };
+        let segments = match &sort.field {
+            SortField::Num => vec![by_num(None)],
+            SortField::Name => vec![Segment {
+                partition: keys::name_partition(project),
+                ascending,
+                filter: None,
+            }],
+            SortField::State => vec![Segment {
+                partition: keys::state_partition(project),
+                ascending,
+                filter: None,
+            }],
+            // Rows with a value come from the field's value partition; the issues without one
+            // follow, in num order, picked out of the project's issue items by a filter.
+            SortField::Custom(field) => vec![
+                Segment {
+                    partition: keys::field_value_partition(field),
+                    ascending,
+                    filter: None,
+                },
+                by_num(Some(Filter::AttributeNotExists(AttrPath::new([
+                    items::VALUES,
+                    field.as_str(),
+                ])))),
+            ],
+        };
+        let page = paging::fetch(self.store.as_ref(), &segments, request, self.limits).await?;
+        let scope = Self::issues_scope(project, sort);
+        paged(&scope, page, |item| match items::item_type(item) {
+            Some(items::types::ISSUE) => Ok(IssueRow::Loaded(items::decode_issue(item)?)),
+            _ => {
+                let issue = items::item_pk(item)
+                    .and_then(|pk| IssueId::parse(pk).ok())
+                    .ok_or_else(|| bad_index_row(item))?;
+                Ok(IssueRow::Key(IssueKey {
+                    issue,
+                    project: project.clone(),
+                }))
+            }
+        })
+    }
+
+    /// Writes items without conditions, for loading data in bulk (seeding).
+    pub async fn bulk_put(&self, items: Vec<Item>) -> Result<(), RepoError> {
+        self.store.bulk_put(items).await?;
+        Ok(())
+    }
+}
+
+fn bad_index_row(item: &Item) -> RepoError {
+    RepoError::Item(ItemError {
+        pk: items::item_pk(item).unwrap_or_default().to_string(),
+        sk: String::new(),
+        expected: "index row",
+        reason: "PK is not an issue id".into(),
+    })
+}
+
+fn paged<T>(
+    scope: &Scope,
+    page: Page,
+    mut decode: impl FnMut(&Item) -> Result<T, RepoError>,
+) -> Result<Paged<T>, RepoError> {
+    let rows = page
+        .rows
+        .iter()
+        .map(|row| Ok((scope.cursor(&row.position), decode(&row.item)?)))
+        .collect::<Result<_, RepoError>>()?;
+    Ok(Paged {
+        rows,
+        has_next: page.has_next,
+        has_previous: page.has_previous,
+        resume_cursor: page.resume.as_ref().map(|p| scope.cursor(p)),
+    })
+}

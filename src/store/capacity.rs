@@ -1,0 +1,138 @@
+//! Read capacity as DynamoDB charges it, so the embedded store reports the same costs.
+//!
+//! Rules (eventually consistent reads, as every gridgate read is): an item's size is the sum of
+//! its attribute names and values; a Query sums the sizes of all items it read (before any
+//! filter) and rounds the total up to 4 KB; BatchGetItem rounds each item up to 4 KB on its own.
+//! One 4 KB unit costs 0.5 RCU.
+
+use std::ops::{Add, AddAssign};
+
+use super::{AttributeValue, Item};
+
+/// Size of one read unit.
+pub const READ_UNIT_BYTES: usize = 4096;
+/// Cost of one read unit with eventually consistent reads.
+const EVENTUAL_RCU_PER_UNIT: f64 = 0.5;
+
+/// Consumed read capacity units of one or more calls.
+#[derive(Clone, Copy, Debug, Default, PartialEq, PartialOrd)]
+pub struct Capacity {
+    pub read_units: f64,
+}
+
+impl Capacity {
+    pub const ZERO: Capacity = Capacity { read_units: 0.0 };
+
+    pub fn read(read_units: f64) -> Self {
+        Capacity { read_units }
+    }
+
+    /// What a Query that read items totalling `bytes` costs. DynamoDB charges at least one
+    /// unit even for a query that read nothing.
+    pub fn for_query_bytes(bytes: usize) -> Self {
+        Capacity::read(units(bytes).max(1) as f64 * EVENTUAL_RCU_PER_UNIT)
+    }
+
+    /// What reading items of these sizes in a BatchGetItem costs: each rounded up on its own.
+    pub fn for_batch_get_sizes(sizes: impl IntoIterator<Item = usize>) -> Self {
+        let total: usize = sizes.into_iter().map(|s| units(s).max(1)).sum();
+        Capacity::read(total as f64 * EVENTUAL_RCU_PER_UNIT)
+    }
+}
+
+impl Add for Capacity {
+    type Output = Capacity;
+    fn add(self, rhs: Capacity) -> Capacity {
+        Capacity::read(self.read_units + rhs.read_units)
+    }
+}
+
+impl AddAssign for Capacity {
+    fn add_assign(&mut self, rhs: Capacity) {
+        self.read_units += rhs.read_units;
+    }
+}
+
+fn units(bytes: usize) -> usize {
+    bytes.div_ceil(READ_UNIT_BYTES)
+}
+
+/// The size of an item as DynamoDB counts it.
+pub fn item_size(item: &Item) -> usize {
+    item.iter()
+        .map(|(name, value)| name.len() + value_size(value))
+        .sum()
+}
+
+/// The size of one attribute value as DynamoDB counts it: strings and binaries by length,
+/// numbers by significant digits (two per byte, plus one), one byte for booleans and nulls,
+/// three bytes plus one per element for lists and maps.
+pub fn value_size(value: &AttributeValue) -> usize {
+    match value {
+        AttributeValue::S(s) => s.len(),
+        AttributeValue::N(n) => number_size(n),
+        AttributeValue::B(b) => b.len(),
+        AttributeValue::Bool(_) | AttributeValue::Null(_) => 1,
+        AttributeValue::M(map) => {
+            3 + map
+                .iter()
+                .map(|(k, v)| k.len() + value_size(v) + 1)
+                .sum::<usize>()
+        }
+        AttributeValue::L(list) => 3 + list.iter().map(|v| value_size(v) + 1).sum::<usize>(),
+        AttributeValue::Ss(set) => set.iter().map(String::len).sum(),
+        AttributeValue::Ns(set) => set.iter().map(|n| number_size(n)).sum(),
+        AttributeValue::Bs(set) => set.iter().map(Vec::len).sum(),
+    }
+}
+
+/// DynamoDB stores numbers as up to 38 significant digits, two per byte, plus one byte.
+fn number_size(n: &str) -> usize {
+    let mantissa = n.split(['e', 'E']).next().unwrap_or("");
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let significant = digits.trim_start_matches('0').trim_end_matches('0').len();
+    significant.div_ceil(2) + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(pairs: &[(&str, AttributeValue)]) -> Item {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect::<std::collections::HashMap<_, _>>()
+            .into()
+    }
+
+    #[test]
+    fn sizes_follow_dynamodb_rules() {
+        let it = item(&[
+            ("PK", AttributeValue::S("issue-020e".into())),
+            ("Num", AttributeValue::N("-12.50".into())),
+            ("Ok", AttributeValue::Bool(true)),
+            (
+                "Values",
+                AttributeValue::M(
+                    [("a".to_string(), AttributeValue::S("xy".into()))]
+                        .into_iter()
+                        .collect(),
+                ),
+            ),
+        ]);
+        // PK: 2 + 10; Num: 3 + (3 digits -> 2 bytes + 1); Ok: 2 + 1; Values: 6 + 3 + (1 + 2 + 1).
+        assert_eq!(item_size(&it), 12 + 6 + 3 + 13);
+    }
+
+    #[test]
+    fn query_rounds_the_total_and_batch_get_each_item() {
+        assert_eq!(Capacity::for_query_bytes(0).read_units, 0.5);
+        assert_eq!(Capacity::for_query_bytes(4096).read_units, 0.5);
+        assert_eq!(Capacity::for_query_bytes(4097).read_units, 1.0);
+        assert_eq!(
+            Capacity::for_batch_get_sizes([10, 10, 5000]).read_units,
+            2.0
+        );
+    }
+}

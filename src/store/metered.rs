@@ -1,0 +1,113 @@
+//! Per-request cost accounting: a [`Store`] wrapper that counts calls and consumed capacity.
+//!
+//! The shared store lives for the whole process; each GraphQL request wraps it in a
+//! [`Metered`] with a fresh [`CostMeter`], so `extensions.cost` reports exactly that request.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+
+use super::{
+    BatchGetOutput, Capacity, DynStore, Item, Key, Query, QueryOutput, Store, StoreError, WriteOp,
+};
+
+/// Counts DynamoDB calls and read capacity. Cheap to share between the tasks of one request.
+#[derive(Debug, Default)]
+pub struct CostMeter {
+    calls: AtomicU64,
+    capacity: Mutex<Capacity>,
+}
+
+/// A snapshot of a [`CostMeter`].
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CostReport {
+    pub dynamodb_calls: u64,
+    pub read_capacity_units: f64,
+}
+
+impl CostMeter {
+    pub fn new() -> Arc<Self> {
+        Arc::new(CostMeter::default())
+    }
+
+    fn record(&self, consumed: Capacity) {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        // A poisoned lock only means another task panicked mid-addition; the sum is still a
+        // number, so keep counting rather than lose the report.
+        let mut total = self.capacity.lock().unwrap_or_else(|e| e.into_inner());
+        *total += consumed;
+    }
+
+    fn record_call(&self) {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn report(&self) -> CostReport {
+        let capacity = *self.capacity.lock().unwrap_or_else(|e| e.into_inner());
+        CostReport {
+            dynamodb_calls: self.calls.load(Ordering::Relaxed),
+            read_capacity_units: capacity.read_units,
+        }
+    }
+}
+
+/// A store that records every call it forwards in a [`CostMeter`].
+#[derive(Clone)]
+pub struct Metered {
+    inner: DynStore,
+    meter: Arc<CostMeter>,
+}
+
+impl Metered {
+    pub fn new(inner: DynStore, meter: Arc<CostMeter>) -> Self {
+        Metered { inner, meter }
+    }
+
+    pub fn meter(&self) -> &Arc<CostMeter> {
+        &self.meter
+    }
+}
+
+#[async_trait]
+impl Store for Metered {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    async fn batch_get(&self, keys: &[Key]) -> Result<BatchGetOutput, StoreError> {
+        let result = self.inner.batch_get(keys).await;
+        match &result {
+            Ok(out) => self.meter.record(out.consumed),
+            Err(_) => self.meter.record_call(),
+        }
+        result
+    }
+
+    async fn query(&self, query: &Query) -> Result<QueryOutput, StoreError> {
+        let result = self.inner.query(query).await;
+        match &result {
+            Ok(out) => self.meter.record(out.consumed),
+            Err(_) => self.meter.record_call(),
+        }
+        result
+    }
+
+    async fn transact_write(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {
+        self.meter.record_call();
+        self.inner.transact_write(ops).await
+    }
+
+    async fn batch_put(&self, items: Vec<Item>) -> Result<Vec<Item>, StoreError> {
+        self.meter.record_call();
+        self.inner.batch_put(items).await
+    }
+
+    async fn ensure_table(&self) -> Result<(), StoreError> {
+        self.inner.ensure_table().await
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        self.inner.ping().await
+    }
+}

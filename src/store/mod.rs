@@ -1,0 +1,286 @@
+//! The storage boundary: DynamoDB's operations in typed form, one trait, two implementations.
+//!
+//! Everything above this module speaks [`Store`]; only the submodules here know how a call is
+//! carried out (`dynamodb` over the AWS SDK, `embedded` over redb). The physical table layout —
+//! attribute names, the index name — lives in [`table`] so both stores maintain it identically.
+//! Each call reports the read capacity DynamoDB would charge for it ([`capacity`]); [`Metered`]
+//! adds those up per request.
+
+pub mod capacity;
+pub mod dynamodb;
+pub mod embedded;
+mod metered;
+pub mod retry;
+pub mod table;
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+pub use serde_dynamo::{AttributeValue, Item};
+
+pub use capacity::Capacity;
+pub use metered::{CostMeter, CostReport, Metered};
+
+/// A shared handle to any store.
+pub type DynStore = Arc<dyn Store>;
+
+/// The primary key of a table item: partition key `PK` and sort key `SK`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Key {
+    pub pk: String,
+    pub sk: String,
+}
+
+impl Key {
+    pub fn new(pk: impl Into<String>, sk: impl Into<String>) -> Self {
+        Key {
+            pk: pk.into(),
+            sk: sk.into(),
+        }
+    }
+}
+
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "({}, {})", self.pk, self.sk)
+    }
+}
+
+/// Which key structure a [`Query`] reads: the table (`PK`, `SK`) or the inverted index
+/// `GSI1` (`SK`, `GSI1SK`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Index {
+    Table,
+    Gsi1,
+}
+
+/// The sort-key half of a key condition. Comparisons are on UTF-8 bytes, as DynamoDB compares
+/// strings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SortCondition {
+    Any,
+    Eq(String),
+    BeginsWith(String),
+    /// Inclusive on both ends, like DynamoDB's `BETWEEN`.
+    Between(String, String),
+    Lt(String),
+    Le(String),
+    Gt(String),
+    Ge(String),
+}
+
+impl SortCondition {
+    /// Whether a sort-key value satisfies this condition.
+    pub fn matches(&self, value: &str) -> bool {
+        match self {
+            SortCondition::Any => true,
+            SortCondition::Eq(v) => value == v,
+            SortCondition::BeginsWith(p) => value.starts_with(p.as_str()),
+            SortCondition::Between(lo, hi) => value >= lo.as_str() && value <= hi.as_str(),
+            SortCondition::Lt(v) => value < v.as_str(),
+            SortCondition::Le(v) => value <= v.as_str(),
+            SortCondition::Gt(v) => value > v.as_str(),
+            SortCondition::Ge(v) => value >= v.as_str(),
+        }
+    }
+}
+
+/// A position in a query's result order, as DynamoDB's `LastEvaluatedKey` /
+/// `ExclusiveStartKey`. For `GSI1` queries it carries the index sort key too.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StartKey {
+    pub key: Key,
+    pub gsi1sk: Option<String>,
+}
+
+/// A path into an item, e.g. `["Values", "xattrib-3812"]` for one entry of a map attribute.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AttrPath(pub Vec<String>);
+
+impl AttrPath {
+    pub fn new<I, S>(parts: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        AttrPath(parts.into_iter().map(Into::into).collect())
+    }
+
+    /// Resolves the path in an item.
+    pub fn get<'a>(&self, item: &'a Item) -> Option<&'a AttributeValue> {
+        let (first, rest) = self.0.split_first()?;
+        let mut value = item.get(first)?;
+        for part in rest {
+            match value {
+                AttributeValue::M(map) => value = map.get(part)?,
+                _ => return None,
+            }
+        }
+        Some(value)
+    }
+}
+
+/// A filter applied to the items a query read, after `Limit` (as DynamoDB's
+/// `FilterExpression`): filtered-out items still cost read capacity.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Filter {
+    AttributeNotExists(AttrPath),
+    AttributeExists(AttrPath),
+}
+
+impl Filter {
+    pub fn matches(&self, item: &Item) -> bool {
+        match self {
+            Filter::AttributeNotExists(path) => path.get(item).is_none(),
+            Filter::AttributeExists(path) => path.get(item).is_some(),
+        }
+    }
+}
+
+/// A Query call: one partition of the table or of `GSI1`, in sort-key order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Query {
+    pub index: Index,
+    pub partition: String,
+    pub sort: SortCondition,
+    /// `true` for ascending sort-key order (`ScanIndexForward`).
+    pub forward: bool,
+    /// The maximum number of items to *read* (before the filter), as DynamoDB's `Limit`.
+    pub limit: Option<u32>,
+    /// Continue after this position (exclusive).
+    pub start: Option<StartKey>,
+    pub filter: Option<Filter>,
+}
+
+impl Query {
+    /// A query over a whole partition, ascending, without limit, filter or start key.
+    pub fn partition(index: Index, partition: impl Into<String>) -> Self {
+        Query {
+            index,
+            partition: partition.into(),
+            sort: SortCondition::Any,
+            forward: true,
+            limit: None,
+            start: None,
+            filter: None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct QueryOutput {
+    /// The items that passed the filter, in the query's order.
+    pub items: Vec<Item>,
+    /// Set when the query stopped before the end of the matching range (by `Limit` or by
+    /// DynamoDB's 1 MB page limit): pass it back as `start` to continue.
+    pub last_evaluated: Option<StartKey>,
+    /// How many items were read before the filter.
+    pub scanned: usize,
+    pub consumed: Capacity,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct BatchGetOutput {
+    /// Found items, in no particular order; missing keys are simply absent.
+    pub items: Vec<Item>,
+    /// Keys the store did not get to (DynamoDB's `UnprocessedKeys`): ask again.
+    pub unprocessed: Vec<Key>,
+    pub consumed: Capacity,
+}
+
+/// A condition on the current state of one item, checked atomically with a write.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Condition {
+    /// The item does not exist (`attribute_not_exists(PK)`).
+    NotExists,
+    /// The item exists (`attribute_exists(PK)`).
+    Exists,
+    /// The item exists and attribute `name` equals `value`.
+    AttributeEquals { name: String, value: AttributeValue },
+}
+
+/// One operation of a transactional write.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WriteOp {
+    Put {
+        item: Item,
+        condition: Option<Condition>,
+    },
+    Delete {
+        key: Key,
+        condition: Option<Condition>,
+    },
+    ConditionCheck {
+        key: Key,
+        condition: Condition,
+    },
+}
+
+/// DynamoDB's limit on the keys of one BatchGetItem call.
+pub const MAX_BATCH_GET: usize = 100;
+/// DynamoDB's limit on the puts of one BatchWriteItem call.
+pub const MAX_BATCH_WRITE: usize = 25;
+/// DynamoDB's limit on the operations of one TransactWriteItems call.
+pub const MAX_TRANSACT_WRITE: usize = 100;
+
+/// How many BatchWriteItem calls a bulk load keeps in flight.
+pub const BULK_PUT_CONCURRENCY: usize = 8;
+
+/// Errors of the storage layer. Messages may contain internal detail: they are logged, never
+/// shown to API clients (the GraphQL layer maps them to `STORE_UNAVAILABLE`).
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The store could not be reached or failed to answer.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    /// DynamoDB throttled the call and the SDK's retries gave up.
+    #[error("store throttled: {0}")]
+    Throttled(String),
+    /// A condition of a transactional write did not hold; `index` is the failing operation.
+    #[error("condition failed on operation {index}")]
+    ConditionFailed { index: usize },
+    /// The request itself was invalid for the store (too many keys, item too large, ...).
+    #[error("invalid store request: {0}")]
+    Invalid(String),
+    /// Stored data could not be read back.
+    #[error("corrupt store data: {0}")]
+    Corrupt(String),
+}
+
+/// DynamoDB's operations, in the typed form the single-table logic needs.
+///
+/// Implementations return raw per-call results (including `UnprocessedKeys` and consumed
+/// capacity); retrying and chunking are shared code in [`retry`], not written per store.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// A short name for logs and test output: `"embedded"` or `"dynamodb"`.
+    fn name(&self) -> &'static str;
+
+    /// One BatchGetItem call: at most [`MAX_BATCH_GET`] distinct keys, eventually consistent.
+    async fn batch_get(&self, keys: &[Key]) -> Result<BatchGetOutput, StoreError>;
+
+    /// One Query call.
+    async fn query(&self, query: &Query) -> Result<QueryOutput, StoreError>;
+
+    /// One TransactWriteItems call: all operations or none, at most [`MAX_TRANSACT_WRITE`],
+    /// at most one operation per item.
+    async fn transact_write(&self, ops: Vec<WriteOp>) -> Result<(), StoreError>;
+
+    /// One BatchWriteItem call of unconditional puts (bulk loading): at most
+    /// [`MAX_BATCH_WRITE`] items. Returns the items the store did not get to.
+    async fn batch_put(&self, items: Vec<Item>) -> Result<Vec<Item>, StoreError>;
+
+    /// Writes any number of items without conditions, for bulk loading (seeding). The default
+    /// issues BatchWriteItem calls through [`retry::batch_put_all`]; the embedded store
+    /// overrides it with a single transaction.
+    async fn bulk_put(&self, items: Vec<Item>) -> Result<(), StoreError> {
+        retry::batch_put_all(self, items, BULK_PUT_CONCURRENCY).await
+    }
+
+    /// Creates the table and `GSI1` if they do not exist, and waits until they are usable.
+    async fn ensure_table(&self) -> Result<(), StoreError>;
+
+    /// A cheap call that proves the store answers (for `/healthz`).
+    async fn ping(&self) -> Result<(), StoreError>;
+}

@@ -1,0 +1,202 @@
+//! Test fixtures: an isolated store of either kind, and the gateway served over HTTP on port 0.
+//!
+//! Modelled on zero2prod's `spawn_app()`: every test gets its own data (a temporary directory
+//! for the embedded store, a uniquely named table in the shared DynamoDB Local) and its own
+//! server on a free port, so tests never see each other's data and can run in parallel.
+
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use gridgate::http::{self, AppState};
+use gridgate::paging::Limits;
+use gridgate::store::dynamodb::{DynamoConfig, DynamoStore};
+use gridgate::store::embedded::EmbeddedStore;
+use gridgate::store::{DynStore, Store};
+use serde_json::{json, Value};
+
+use super::dynamodb_local;
+
+/// Which store a test runs against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Embedded,
+    Dynamodb,
+}
+
+/// A fresh, empty store with the table created.
+pub struct TestStore {
+    pub store: DynStore,
+    pub backend: Backend,
+    // Keeps the embedded store's directory alive for the test's duration.
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl TestStore {
+    pub async fn new(backend: Backend) -> TestStore {
+        match backend {
+            Backend::Embedded => {
+                let dir = tempfile::tempdir().expect("temp dir");
+                let store =
+                    EmbeddedStore::open(dir.path(), "gridgate").expect("open embedded store");
+                store.ensure_table().await.expect("ensure table");
+                TestStore {
+                    store: Arc::new(store),
+                    backend,
+                    _dir: Some(dir),
+                }
+            }
+            Backend::Dynamodb => {
+                let endpoint = dynamodb_local::endpoint().to_string();
+                let table = format!("gridgate-test-{}", ulid_like());
+                let store = DynamoStore::connect(DynamoConfig {
+                    table,
+                    endpoint: Some(endpoint),
+                    local_credentials: true,
+                })
+                .await
+                .expect("connect to DynamoDB Local");
+                store.ensure_table().await.expect("create table");
+                TestStore {
+                    store: Arc::new(store),
+                    backend,
+                    _dir: None,
+                }
+            }
+        }
+    }
+}
+
+/// A unique suffix for table names: time plus a process-wide counter.
+fn ulid_like() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!(
+        "{nanos:x}-{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// The gateway served on 127.0.0.1:0 over a fresh store.
+pub struct TestApp {
+    pub addr: SocketAddr,
+    pub client: reqwest::Client,
+    pub store: DynStore,
+    pub backend: Backend,
+    _store: TestStore,
+    _shutdown: tokio::sync::oneshot::Sender<()>,
+}
+
+impl TestApp {
+    pub async fn spawn(backend: Backend) -> TestApp {
+        TestApp::spawn_with(backend, Limits::default()).await
+    }
+
+    pub async fn spawn_with(backend: Backend, limits: Limits) -> TestApp {
+        let test_store = TestStore::new(backend).await;
+        TestApp::serve(test_store, limits).await
+    }
+
+    /// Serves an existing store (e.g. one a test wrapped to inject faults).
+    pub async fn serve(test_store: TestStore, limits: Limits) -> TestApp {
+        TestApp::serve_store(test_store.store.clone(), test_store, limits).await
+    }
+
+    /// Serves `store` (possibly a wrapper of `test_store.store`).
+    pub async fn serve_store(store: DynStore, test_store: TestStore, limits: Limits) -> TestApp {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("local addr");
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let state = AppState::new(store, limits);
+        tokio::spawn(async move {
+            http::serve(listener, state, async {
+                let _ = rx.await;
+            })
+            .await
+            .expect("server");
+        });
+        TestApp {
+            addr,
+            client: reqwest::Client::new(),
+            store: test_store.store.clone(),
+            backend: test_store.backend,
+            _store: test_store,
+            _shutdown: tx,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    /// Loads the demo data.
+    pub async fn seed_demo(&self) {
+        gridgate::seed::demo(&self.store).await.expect("seed demo");
+    }
+
+    /// POSTs a GraphQL request and returns the whole response body.
+    pub async fn post(&self, query: &str, variables: Value) -> Value {
+        let response = self
+            .client
+            .post(self.url("/graphql"))
+            .json(&json!({ "query": query, "variables": variables }))
+            .send()
+            .await
+            .expect("POST /graphql");
+        assert_eq!(response.status(), 200, "GraphQL responses are 200");
+        response.json().await.expect("JSON body")
+    }
+
+    /// POSTs a request that must succeed and returns its `data`.
+    pub async fn data(&self, query: &str, variables: Value) -> Value {
+        let body = self.post(query, variables).await;
+        assert!(body.get("errors").is_none(), "unexpected errors: {body:#}");
+        body["data"].clone()
+    }
+
+    /// POSTs a request that must fail and returns its first error's (code, message).
+    pub async fn error(&self, query: &str, variables: Value) -> (String, String) {
+        let body = self.post(query, variables).await;
+        let error = &body["errors"][0];
+        assert!(error.is_object(), "expected an error: {body:#}");
+        (
+            error["extensions"]["code"]
+                .as_str()
+                .unwrap_or("")
+                .to_string(),
+            error["message"].as_str().unwrap_or("").to_string(),
+        )
+    }
+}
+
+/// Runs a test body against both stores: `both_stores!(name, body_fn)` expands to a module
+/// with one `#[tokio::test]` per store.
+#[macro_export]
+macro_rules! both_stores {
+    ($($name:ident),* $(,)?) => {
+        mod embedded {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name(crate::support::app::Backend::Embedded).await
+                }
+            )*
+        }
+        mod dynamodb {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name(crate::support::app::Backend::Dynamodb).await
+                }
+            )*
+        }
+    };
+}

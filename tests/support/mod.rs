@@ -1,0 +1,2 @@
+pub mod app;
+pub mod dynamodb_local;
