@@ -41,9 +41,10 @@ pub fn request_data(request: async_graphql::Request, repo: Repo) -> async_graphq
     request.data(repo).data(loader)
 }
 
+/// The entry points of the read API.
 pub struct QueryRoot;
 
-#[Object]
+#[Object(name = "Query")]
 impl QueryRoot {
     /// Fetches any object by its global id; null when nothing has that id.
     async fn node(&self, ctx: &Context<'_>, id: ID) -> ApiResult<Option<Node>> {
@@ -72,17 +73,20 @@ impl QueryRoot {
         Ok(nodes)
     }
 
+    /// A tenant by id; null when there is none.
     async fn tenant(&self, ctx: &Context<'_>, id: ID) -> ApiResult<Option<Tenant>> {
         let id = types::tenant_id(&id)?;
         let tenant = loader(ctx)?.load_one(id).await.map_err(ApiError::from)?;
         Ok(tenant.map(Tenant))
     }
 
+    /// A project by id; null when there is none.
     async fn project(&self, ctx: &Context<'_>, id: ID) -> ApiResult<Option<Project>> {
         let id = ProjectId::parse(&id).map_err(ApiError::from)?;
         Ok(project_data(ctx, &id).await?.map(|d| Project(d.project)))
     }
 
+    /// An issue by id; null when there is none.
     async fn issue(&self, ctx: &Context<'_>, id: ID) -> ApiResult<Option<Issue>> {
         let id = IssueId::parse(&id).map_err(ApiError::from)?;
         let issue = loader(ctx)?.load_one(id).await.map_err(ApiError::from)?;

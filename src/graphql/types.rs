@@ -394,10 +394,13 @@ pub enum IssueOrderField {
     CustomField,
 }
 
+/// Sort direction.
 #[derive(Enum, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OrderDirection {
+    /// Smallest first (for custom fields: issues without a value still come last).
     #[default]
     Asc,
+    /// Largest first (for custom fields: issues without a value still come last).
     Desc,
 }
 

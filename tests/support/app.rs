@@ -186,7 +186,7 @@ macro_rules! both_stores {
             $(
                 #[tokio::test]
                 async fn $name() {
-                    super::$name(crate::support::app::Backend::Embedded).await
+                    super::$name($crate::support::app::Backend::Embedded).await
                 }
             )*
         }
@@ -194,7 +194,7 @@ macro_rules! both_stores {
             $(
                 #[tokio::test]
                 async fn $name() {
-                    super::$name(crate::support::app::Backend::Dynamodb).await
+                    super::$name($crate::support::app::Backend::Dynamodb).await
                 }
             )*
         }
