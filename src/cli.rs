@@ -111,7 +111,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             action: TableAction::Create(args),
         } => {
             let store = args.store.open().await?;
-            store.ensure_table().await?;
+            create_table_when_reachable(store.as_ref()).await?;
             eprintln!("table {} is ready", args.store.table);
             Ok(())
         }
@@ -119,6 +119,28 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Schema => {
             print!("{}", crate::graphql::sdl());
             Ok(())
+        }
+    }
+}
+
+/// How long `table create` keeps trying to reach a store that is still starting (DynamoDB
+/// Local in a compose stack starts alongside it).
+const TABLE_CREATE_ATTEMPTS: u32 = 30;
+
+async fn create_table_when_reachable(store: &dyn crate::store::Store) -> Result<(), CliError> {
+    let mut attempt = 1;
+    loop {
+        match store.ensure_table().await {
+            Ok(()) => return Ok(()),
+            Err(crate::store::StoreError::Unavailable(e)) if attempt < TABLE_CREATE_ATTEMPTS => {
+                eprintln!(
+                    "store not reachable yet ({e}); retrying ({attempt}/{TABLE_CREATE_ATTEMPTS})"
+                );
+                // Waiting on an external service that is starting up, not synchronising code.
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                attempt += 1;
+            }
+            Err(e) => return Err(e.into()),
         }
     }
 }

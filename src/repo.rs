@@ -24,6 +24,17 @@ pub enum RepoError {
     Item(#[from] ItemError),
 }
 
+impl RepoError {
+    /// Whether the store failed to answer (unreachable, throttled), as opposed to a bug or
+    /// corrupt data: retrying later may succeed.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(
+            self,
+            RepoError::Store(StoreError::Unavailable(_) | StoreError::Throttled(_))
+        )
+    }
+}
+
 /// The full key of an issue's source item: its id and its project.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct IssueKey {

@@ -8,7 +8,6 @@ use async_graphql::ErrorExtensions;
 use crate::ids::IdError;
 use crate::paging::PagingError;
 use crate::repo::RepoError;
-use crate::store::StoreError;
 
 /// An error as clients see it. Causes from lower layers are logged where they are converted
 /// (see the `From` impls), and only a safe message goes out.
@@ -63,15 +62,12 @@ impl From<ApiError> for async_graphql::Error {
 
 impl From<&RepoError> for ApiError {
     fn from(e: &RepoError) -> Self {
-        match e {
-            RepoError::Store(StoreError::Unavailable(_) | StoreError::Throttled(_)) => {
-                tracing::warn!(error = %e, "store call failed");
-                ApiError::StoreUnavailable
-            }
-            _ => {
-                tracing::error!(error = %e, "request failed");
-                ApiError::Internal
-            }
+        if e.is_unavailable() {
+            tracing::warn!(error = %e, "store call failed");
+            ApiError::StoreUnavailable
+        } else {
+            tracing::error!(error = %e, "request failed");
+            ApiError::Internal
         }
     }
 }

@@ -1,0 +1,183 @@
+//! The `gridgate` binary end to end, against both stores: `table create`, `seed --demo`,
+//! `seed --synthetic` (one JSON line per project), `serve` on port 0, and `schema`.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::Value;
+use support::app::Backend;
+use support::dynamodb_local;
+
+/// A command line and environment for one isolated store.
+struct Cli {
+    args: Vec<String>,
+    _dir: tempfile::TempDir,
+}
+
+impl Cli {
+    fn new(backend: Backend) -> Cli {
+        let dir = tempfile::tempdir().unwrap();
+        let args = match backend {
+            Backend::Embedded => vec![
+                "--store".into(),
+                "embedded".into(),
+                "--data-dir".into(),
+                dir.path().to_string_lossy().into_owned(),
+            ],
+            Backend::Dynamodb => vec![
+                "--store".into(),
+                "dynamodb".into(),
+                "--endpoint".into(),
+                dynamodb_local::endpoint().into(),
+                "--table".into(),
+                format!(
+                    "gridgate-cli-{}-{}",
+                    std::process::id(),
+                    dir.path().file_name().unwrap().to_string_lossy()
+                ),
+            ],
+        };
+        Cli { args, _dir: dir }
+    }
+
+    fn command(&self, sub: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gridgate"));
+        cmd.args(sub).args(&self.args);
+        // Credentials for DynamoDB Local come from the endpoint fallback, not the environment.
+        cmd.env_remove("AWS_ACCESS_KEY_ID")
+            .env_remove("AWS_PROFILE");
+        cmd.env("RUST_LOG", "warn");
+        cmd
+    }
+
+    fn run(&self, sub: &[&str]) -> String {
+        let out = self.command(sub).output().expect("run gridgate");
+        assert!(
+            out.status.success(),
+            "gridgate {sub:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+}
+
+/// Kills the server when the test ends, however it ends.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+async fn seeds_and_serves(backend: Backend) {
+    let cli = Cli::new(backend);
+    cli.run(&["table", "create"]);
+    cli.run(&["table", "create"]);
+
+    let out = cli.run(&[
+        "seed",
+        "--synthetic",
+        "--projects",
+        "2",
+        "--issues",
+        "30",
+        "--fields",
+        "5",
+        "--seed",
+        "9",
+    ]);
+    let lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    for line in &lines {
+        assert!(line["tenant"].as_str().unwrap().starts_with("tenant-"));
+        assert!(line["project"].as_str().unwrap().starts_with("project-"));
+        assert_eq!(line["issues"], 30);
+        assert_eq!(line["fields"], 5);
+    }
+    assert_eq!(lines[0]["tenant"], lines[1]["tenant"]);
+
+    // `serve` loads the demo data into a store that lacks it, on a free port.
+    let mut child = cli
+        .command(&["serve", "--listen", "127.0.0.1:0"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn serve");
+    let stderr = child.stderr.take().unwrap();
+    let server = Server(child);
+    let mut lines_in = BufReader::new(stderr).lines();
+    let url = loop {
+        let line = lines_in
+            .next()
+            .expect("server exited before listening")
+            .unwrap();
+        if let Some(rest) = line.split("listening on ").nth(1) {
+            break rest.trim().to_string();
+        }
+    };
+    let client = reqwest::Client::new();
+    let body: Value = client
+        .post(&url)
+        .json(&serde_json::json!({"query": format!(
+            "{{ tenant(id: \"tenant-0807\") {{ name }} synthetic: project(id: \"{}\") {{ issues(first: 100) {{ nodes {{ num }} }} }} }}",
+            lines[1]["project"].as_str().unwrap()
+        )}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        body["data"]["tenant"]["name"], "ACME Engineering",
+        "{body:#}"
+    );
+    assert_eq!(
+        body["data"]["synthetic"]["issues"]["nodes"]
+            .as_array()
+            .unwrap()
+            .len(),
+        30
+    );
+    let health = client
+        .get(url.replace("/graphql", "/healthz"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
+    drop(server);
+
+    // Seeding the demo twice is harmless.
+    cli.run(&["seed", "--demo"]);
+    cli.run(&["seed", "--demo"]);
+}
+
+crate::both_stores!(seeds_and_serves);
+
+#[test]
+fn schema_command_prints_the_committed_sdl() {
+    let out = Command::new(env!("CARGO_BIN_EXE_gridgate"))
+        .arg("schema")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let committed =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/schema.graphql")).unwrap();
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), committed);
+}
+
+#[test]
+fn seed_requires_a_kind() {
+    let out = Command::new(env!("CARGO_BIN_EXE_gridgate"))
+        .arg("seed")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--demo"));
+}

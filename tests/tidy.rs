@@ -1,0 +1,150 @@
+//! Tidy checks on the source tree (after rust-analyzer's tidy test): the architecture's
+//! invariants, written down in ARCHITECTURE.md, are enforced here so they cannot rot.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir).expect("read dir") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            out.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+    out.sort();
+    out
+}
+
+fn relative(path: &Path) -> String {
+    path.strip_prefix(root())
+        .unwrap()
+        .to_string_lossy()
+        .replace('\\', "/")
+}
+
+/// The part of a source file before its `#[cfg(test)]` module.
+fn non_test_code(text: &str) -> &str {
+    text.find("#[cfg(test)]").map_or(text, |i| &text[..i])
+}
+
+fn src_files() -> Vec<(String, String)> {
+    rust_files(&root().join("src"))
+        .into_iter()
+        .map(|p| (relative(&p), fs::read_to_string(&p).expect("read")))
+        .collect()
+}
+
+#[test]
+fn every_module_says_what_it_owns() {
+    for (path, text) in src_files() {
+        assert!(
+            text.starts_with("//! "),
+            "{path} must open with a `//!` line saying what it owns"
+        );
+    }
+}
+
+#[test]
+fn only_the_store_modules_touch_their_backends() {
+    for (path, text) in src_files() {
+        let code = non_test_code(&text);
+        if path != "src/store/dynamodb.rs" {
+            for needle in ["aws_sdk_dynamodb", "aws_config"] {
+                assert!(
+                    !code.contains(needle),
+                    "{path} uses {needle}: only src/store/dynamodb.rs may"
+                );
+            }
+        }
+        if path != "src/store/embedded.rs" {
+            assert!(
+                !code.contains("redb::"),
+                "{path} uses redb: only src/store/embedded.rs may"
+            );
+        }
+    }
+}
+
+#[test]
+fn graphql_never_builds_keys_or_calls_stores() {
+    for (path, text) in src_files() {
+        if path.starts_with("src/graphql/") {
+            for needle in [
+                "crate::keys",
+                "keys::",
+                "crate::store",
+                "crate::items",
+                "crate::sortkey",
+            ] {
+                assert!(
+                    !text.contains(needle),
+                    "{path} mentions {needle}: the GraphQL layer goes through loaders and the repo"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn no_panics_or_leftovers_outside_tests() {
+    for (path, text) in src_files() {
+        let code = non_test_code(&text);
+        for needle in [
+            ".unwrap()",
+            ".expect(",
+            "todo!(",
+            "unimplemented!(",
+            "dbg!(",
+            "panic!(",
+        ] {
+            let allowed_at_start_up = path == "src/main.rs";
+            if !allowed_at_start_up {
+                assert!(
+                    !code.contains(needle),
+                    "{path} contains {needle} outside tests"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn no_ignored_tests_or_sleeps_in_tests() {
+    for path in rust_files(&root().join("tests")) {
+        let rel = relative(&path);
+        let text = fs::read_to_string(&path).unwrap();
+        if rel == "tests/tidy.rs" {
+            continue;
+        }
+        assert!(
+            !text.contains("#[ignore"),
+            "{rel} hides a test with #[ignore]"
+        );
+        // The DynamoDB Local harness polls a starting JVM; nothing else may wait on time.
+        if rel != "tests/support/dynamodb_local.rs" {
+            assert!(
+                !text.contains("thread::sleep") && !text.contains("time::sleep"),
+                "{rel} sleeps"
+            );
+        }
+    }
+}
+
+#[test]
+fn architecture_code_map_names_every_module() {
+    let map = fs::read_to_string(root().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    for (path, _) in src_files() {
+        let module = path.trim_start_matches("src/");
+        assert!(
+            map.contains(&format!("`{module}`")),
+            "ARCHITECTURE.md's code map lacks `{module}`"
+        );
+    }
+}
