@@ -161,9 +161,28 @@ async fn serve(args: ServeArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+/// Completes on Ctrl-C or SIGTERM (what `docker stop` and orchestrators send), so in-flight
+/// requests finish before the process exits.
 async fn shutdown_signal() {
-    // If the signal handler cannot be installed the server simply runs until killed.
-    let _ = tokio::signal::ctrl_c().await;
+    // If a signal handler cannot be installed, that signal simply ends the process as usual.
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut sigterm) => {
+                sigterm.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = terminate => {}
+    }
     tracing::info!("shutting down");
 }
 

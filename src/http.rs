@@ -7,10 +7,11 @@ use async_graphql::http::{playground_source, GraphQLPlaygroundConfig, GraphiQLSo
 use async_graphql::{ServerError, Value};
 use async_graphql_axum::{GraphQLRequest, GraphQLResponse};
 use axum::extract::{RawQuery, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
+use tower_http::cors::{Any, CorsLayer};
 use tower_http::trace::TraceLayer;
 
 use crate::graphql::{self, GridSchema};
@@ -43,7 +44,17 @@ pub fn router(state: AppState) -> Router {
         .route("/playground", get(playground))
         .route("/healthz", get(healthz))
         .layer(TraceLayer::new_for_http())
+        .layer(cors())
         .with_state(Arc::new(state))
+}
+
+/// Browsers may call the API from any origin: it takes no cookies (credentials, when they
+/// come, travel in the `Authorization` header), so a permissive policy exposes nothing.
+fn cors() -> CorsLayer {
+    CorsLayer::new()
+        .allow_origin(Any)
+        .allow_methods([Method::GET, Method::POST])
+        .allow_headers([header::CONTENT_TYPE, header::AUTHORIZATION, header::ACCEPT])
 }
 
 /// Serves until the future `shutdown` completes.

@@ -6,6 +6,10 @@
 //! One 4 KB unit costs 0.5 RCU.
 
 use std::ops::{Add, AddAssign};
+use std::str::FromStr;
+
+use bigdecimal::num_bigint::Sign;
+use bigdecimal::{BigDecimal, Zero};
 
 use super::{AttributeValue, Item};
 
@@ -86,12 +90,28 @@ pub fn value_size(value: &AttributeValue) -> usize {
     }
 }
 
-/// DynamoDB stores numbers as up to 38 significant digits, two per byte, plus one byte.
+/// DynamoDB stores a number as base-100 digit pairs aligned on the decimal point (leading and
+/// trailing zero pairs dropped), plus one byte, plus one more for a negative number: `1.5` is
+/// `01|.50`, 3 bytes; `-100.001` is `01|00|.00|10`, 6 bytes. (Calibrated against DynamoDB Local's
+/// reported capacity; see `tests/store_conformance.rs`.) A string that is not a number — which
+/// a store would have rejected — is counted by its length.
 fn number_size(n: &str) -> usize {
-    let mantissa = n.split(['e', 'E']).next().unwrap_or("");
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    let significant = digits.trim_start_matches('0').trim_end_matches('0').len();
-    significant.div_ceil(2) + 1
+    let Ok(d) = BigDecimal::from_str(n.trim()) else {
+        return n.len();
+    };
+    let d = d.normalized();
+    if d.is_zero() {
+        return 1;
+    }
+    let (int, scale) = d.as_bigint_and_exponent();
+    let digits = int.magnitude().to_string().len() as i64;
+    // Powers of ten of the lowest and highest non-zero digits; each base-100 pair covers the
+    // powers 2k and 2k+1.
+    let lowest = -scale;
+    let highest = digits - 1 - scale;
+    let pairs = highest.div_euclid(2) - lowest.div_euclid(2) + 1;
+    let sign = usize::from(int.sign() == Sign::Minus);
+    pairs as usize + 1 + sign
 }
 
 #[cfg(test)]
@@ -121,8 +141,30 @@ mod tests {
                 ),
             ),
         ]);
-        // PK: 2 + 10; Num: 3 + (3 digits -> 2 bytes + 1); Ok: 2 + 1; Values: 6 + 3 + (1 + 2 + 1).
-        assert_eq!(item_size(&it), 12 + 6 + 3 + 13);
+        // PK: 2 + 10; Num: 3 + (12|.50 -> 2 pairs + 1 + 1 for the sign); Ok: 2 + 1;
+        // Values: 6 + 3 + (1 + 2 + 1).
+        assert_eq!(item_size(&it), 12 + 7 + 3 + 13);
+    }
+
+    #[test]
+    fn numbers_count_base_100_pairs_aligned_on_the_point() {
+        for (n, size) in [
+            ("0", 1),
+            ("-1", 3),
+            ("-0.000123", 4),
+            ("1.5", 3),
+            ("3.14159", 5),
+            ("100.001", 5),
+            ("-100.001", 6),
+            ("-1.5", 4),
+            ("12.5", 3),
+            ("123000", 3),
+            ("1E-130", 2),
+            ("12345678901234567890123456789012345678", 20),
+            ("-12345678901234567890123456789012345678", 21),
+        ] {
+            assert_eq!(number_size(n), size, "{n}");
+        }
     }
 
     #[test]
