@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::store::dynamodb::{DynamoConfig, DynamoStore};
 use crate::store::embedded::EmbeddedStore;
-use crate::store::{table, DynStore, StoreError};
+use crate::store::{table, DynStore, Store, StoreError};
 
 /// The two stores.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -44,12 +44,14 @@ impl StoreConfig {
         }
     }
 
-    /// Opens the configured store. The embedded store creates its files; a DynamoDB table must
-    /// already exist (`gridgate table create`).
+    /// Opens the configured store. The embedded store creates its files and tables (zero
+    /// set-up); a DynamoDB table must already exist (`gridgate table create`), because creating
+    /// production tables is an operator's decision, not a side effect of starting a server.
     pub async fn open(&self) -> Result<DynStore, StoreError> {
         match self.store {
             StoreKind::Embedded => {
                 let store = EmbeddedStore::open(&self.data_dir, &self.table)?;
+                store.ensure_table().await?;
                 Ok(Arc::new(store))
             }
             StoreKind::Dynamodb => {

@@ -52,6 +52,27 @@ impl Cli {
         cmd
     }
 
+    /// Starts `serve` on a free port; returns the server and its GraphQL URL.
+    fn serve(&self) -> (Server, String) {
+        let mut child = self
+            .command(&["serve", "--listen", "127.0.0.1:0"])
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn serve");
+        let stderr = child.stderr.take().unwrap();
+        let server = Server(child);
+        let mut lines_in = BufReader::new(stderr).lines();
+        loop {
+            let line = lines_in
+                .next()
+                .expect("server exited before listening")
+                .unwrap();
+            if let Some(rest) = line.split("listening on ").nth(1) {
+                return (server, rest.trim().to_string());
+            }
+        }
+    }
+
     fn run(&self, sub: &[&str]) -> String {
         let out = self.command(sub).output().expect("run gridgate");
         assert!(
@@ -159,6 +180,27 @@ async fn seeds_and_serves(backend: Backend) {
 }
 
 crate::both_stores!(seeds_and_serves);
+
+/// Zero set-up: `serve` on an empty data directory creates the store and loads the demo.
+#[tokio::test]
+async fn serves_a_fresh_embedded_store_without_set_up() {
+    let cli = Cli::new(Backend::Embedded);
+    let (server, url) = cli.serve();
+    let body: Value = reqwest::Client::new()
+        .post(&url)
+        .json(&serde_json::json!({"query": "{ project(id: \"project-35e9\") { issues { nodes { num } } } }"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        body["data"]["project"]["issues"]["nodes"],
+        serde_json::json!([{"num": 1}, {"num": 2}, {"num": 3}])
+    );
+    drop(server);
+}
 
 #[test]
 fn schema_command_prints_the_committed_sdl() {
