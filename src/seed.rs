@@ -206,7 +206,6 @@ const WORDS: &[&str] = &[
     "Apple",
     "a#b",
     "tab\there",
-    "",
     "Ölfass",
     "straße",
     "ß",
