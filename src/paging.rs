@@ -62,6 +62,10 @@ struct CursorBody {
 }
 
 const CURSOR_VERSION: u8 = 1;
+/// No list has more segments than this; a cursor naming a later one is forged.
+const MAX_SEGMENTS: usize = 8;
+/// DynamoDB's limit on a partition key value.
+const MAX_PK_BYTES: usize = 2048;
 
 /// Identifies one sorted list (connection, owner, ordering), so a cursor of one list is never
 /// read as a position in another.
@@ -93,6 +97,16 @@ impl Scope {
         }
         if body.scope != self.0 {
             return Err(PagingError::ForeignCursor { arg });
+        }
+        // A hand-made cursor must not reach the store as a key DynamoDB would reject.
+        let p = &body.position;
+        let plausible = p.segment < MAX_SEGMENTS
+            && !p.pk.is_empty()
+            && p.pk.len() <= MAX_PK_BYTES
+            && !p.gsi1sk.is_empty()
+            && p.gsi1sk.len() <= crate::sortkey::MAX_SORT_KEY_BYTES;
+        if !plausible {
+            return Err(malformed);
         }
         Ok(body.position)
     }
@@ -378,6 +392,34 @@ mod tests {
             scope().position("before", "not a cursor"),
             Err(PagingError::MalformedCursor { arg: "before" })
         );
+        // Well-formed JSON with a position no store could take.
+        for forged in [
+            Position {
+                segment: 0,
+                pk: String::new(),
+                gsi1sk: "1".into(),
+            },
+            Position {
+                segment: 0,
+                pk: "issue-1".into(),
+                gsi1sk: String::new(),
+            },
+            Position {
+                segment: 99,
+                pk: "issue-1".into(),
+                gsi1sk: "1".into(),
+            },
+            Position {
+                segment: 0,
+                pk: "issue-1".into(),
+                gsi1sk: "x".repeat(1025),
+            },
+        ] {
+            assert_eq!(
+                scope().position("after", &scope().cursor(&forged)),
+                Err(PagingError::MalformedCursor { arg: "after" })
+            );
+        }
     }
 
     #[test]

@@ -416,14 +416,14 @@ async fn bad_input_is_a_coded_error(backend: Backend) {
         (
             PAGE,
             json!({"project": BRIDGE, "order": {"field": "CUSTOM_FIELD", "customFieldId": "xattrib-ffff"}}),
-            "BAD_USER_INPUT",
-            "is not a custom field of project-35e9",
+            "NOT_FOUND",
+            "custom field xattrib-ffff does not exist",
         ),
         (
             PAGE,
             json!({"project": "project-7b7e", "order": {"field": "CUSTOM_FIELD", "customFieldId": START}}),
             "BAD_USER_INPUT",
-            "is not a custom field of project-7b7e",
+            "is not a custom field of project-7b7e (it belongs to project-35e9)",
         ),
         (
             PAGE,
