@@ -125,23 +125,7 @@ async fn seeds_and_serves(backend: Backend) {
     assert_eq!(lines[0]["tenant"], lines[1]["tenant"]);
 
     // `serve` loads the demo data into a store that lacks it, on a free port.
-    let mut child = cli
-        .command(&["serve", "--listen", "127.0.0.1:0"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn serve");
-    let stderr = child.stderr.take().unwrap();
-    let server = Server(child);
-    let mut lines_in = BufReader::new(stderr).lines();
-    let url = loop {
-        let line = lines_in
-            .next()
-            .expect("server exited before listening")
-            .unwrap();
-        if let Some(rest) = line.split("listening on ").nth(1) {
-            break rest.trim().to_string();
-        }
-    };
+    let (server, url) = cli.serve();
     let client = reqwest::Client::new();
     let body: Value = client
         .post(&url)
