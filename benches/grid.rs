@@ -1,0 +1,109 @@
+//! Benchmarks of the read path on the embedded store: whole grid pages through the GraphQL
+//! schema (in process, no HTTP), and the sort-string encoders on their own.
+//!
+//! `cargo bench --bench grid`; DynamoDB call counts are asserted exactly in the tests, this
+//! measures time only.
+
+use std::hint::black_box;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use gridgate::graphql::{build_schema, request_data};
+use gridgate::paging::Limits;
+use gridgate::repo::Repo;
+use gridgate::seed::{self, Synthetic};
+use gridgate::sortkey;
+use gridgate::store::embedded::EmbeddedStore;
+use gridgate::store::{CostMeter, DynStore, Metered, Store};
+
+const GRID: &str = r#"
+query Grid($p: ID!, $order: IssueOrder) {
+  project(id: $p) {
+    name
+    customFields { id name type position }
+    issues(first: 100, orderBy: $order) {
+      edges { cursor node { id num name state fieldValues { field { id } value } } }
+      pageInfo { hasNextPage endCursor }
+    }
+  }
+}"#;
+
+fn grid_pages(c: &mut Criterion) {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (store, project, field) = rt.block_on(async {
+        let store = EmbeddedStore::open(dir.path(), "bench").expect("open");
+        store.ensure_table().await.expect("tables");
+        let store: DynStore = Arc::new(store);
+        let params = Synthetic {
+            projects: 1,
+            issues: 5000,
+            fields: 8,
+            seed: 1,
+        };
+        let created = seed::synthetic(&store, params, |_| {}).await.expect("seed");
+        let project = created[0].project.clone();
+        let schema = build_schema();
+        let repo = Repo::new(store.clone(), Limits::default());
+        let fields = schema
+            .execute(request_data(
+                async_graphql::Request::new(format!(
+                    r#"{{ project(id: "{project}") {{ customFields {{ id }} }} }}"#
+                )),
+                repo,
+            ))
+            .await;
+        let json = serde_json::to_value(&fields.data).expect("json");
+        let field = json["project"]["customFields"][1]["id"]
+            .as_str()
+            .expect("field")
+            .to_string();
+        (store, project, field)
+    });
+    let schema = build_schema();
+    let orders = [
+        ("NUM", serde_json::json!({"field": "NUM"})),
+        ("NAME", serde_json::json!({"field": "NAME"})),
+        (
+            "CUSTOM_FIELD_INT_DESC",
+            serde_json::json!({"field": "CUSTOM_FIELD", "customFieldId": field, "direction": "DESC"}),
+        ),
+    ];
+    let mut group = c.benchmark_group("grid_page_100_rows_8_fields");
+    for (name, order) in orders {
+        let variables =
+            async_graphql::Variables::from_json(serde_json::json!({"p": project, "order": order}));
+        group.bench_function(name, |b| {
+            b.to_async(&rt).iter(|| async {
+                let store: DynStore = Arc::new(Metered::new(store.clone(), CostMeter::new()));
+                let request = async_graphql::Request::new(GRID).variables(variables.clone());
+                let response = schema
+                    .execute(request_data(request, Repo::new(store, Limits::default())))
+                    .await;
+                assert!(response.errors.is_empty(), "{:?}", response.errors);
+                black_box(response)
+            })
+        });
+    }
+    group.finish();
+}
+
+fn sort_strings(c: &mut Criterion) {
+    let mut group = c.benchmark_group("sortkey");
+    let text = "Girder needs replacing: Zürich straße 日本語";
+    group.bench_function("text_with_num", |b| {
+        b.iter(|| sortkey::with_num(&sortkey::text(black_box(text)), black_box(1234)))
+    });
+    let number = bigdecimal::BigDecimal::from_str("-12345.678901").expect("decimal");
+    group.bench_function("decimal_with_num", |b| {
+        b.iter(|| sortkey::with_num(&sortkey::decimal(black_box(&number)), black_box(1234)))
+    });
+    group.bench_function("int", |b| {
+        b.iter(|| sortkey::int(black_box(-9_876_543_210)))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, grid_pages, sort_strings);
+criterion_main!(benches);
