@@ -3,6 +3,7 @@
 
 use std::net::SocketAddr;
 
+use clap::builder::BoolishValueParser;
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::StoreConfig;
@@ -58,8 +59,9 @@ pub struct ServeArgs {
     pub listen: SocketAddr,
     #[command(flatten)]
     pub store: StoreConfig,
-    /// Do not load the demo data into an empty store.
-    #[arg(long, env = "GRIDGATE_NO_DEMO")]
+    /// Do not load the demo data into an empty store (the variable takes true/false, 1/0,
+    /// yes/no, on/off).
+    #[arg(long, env = "GRIDGATE_NO_DEMO", value_parser = BoolishValueParser::new())]
     pub no_demo: bool,
     /// The most items one page sorted by a custom field may read to find issues without a
     /// value before it returns a shorter page.
@@ -73,10 +75,10 @@ pub struct SeedArgs {
     #[command(flatten)]
     pub store: StoreConfig,
     /// Load the design's demo data.
-    #[arg(long, env = "GRIDGATE_SEED_DEMO")]
+    #[arg(long, env = "GRIDGATE_SEED_DEMO", value_parser = BoolishValueParser::new())]
     pub demo: bool,
     /// Generate synthetic projects; prints one JSON line per project.
-    #[arg(long, env = "GRIDGATE_SEED_SYNTHETIC")]
+    #[arg(long, env = "GRIDGATE_SEED_SYNTHETIC", value_parser = BoolishValueParser::new())]
     pub synthetic: bool,
     /// Synthetic: number of projects.
     #[arg(long, env = "GRIDGATE_SEED_PROJECTS", default_value_t = 1)]

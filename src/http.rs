@@ -183,6 +183,10 @@ fn ensure_code(error: &mut ServerError) {
     }
     let code = if error.path.is_empty() {
         "GRAPHQL_VALIDATION_FAILED"
+    } else if error.message.starts_with("Failed to parse \"") {
+        // async-graphql's own coercion of an argument value (an Int out of range, say): the
+        // message describes the client's input and is kept.
+        "BAD_USER_INPUT"
     } else {
         tracing::error!(message = %error.message, path = ?error.path, "resolver error without a code");
         error.message = "internal error".into();

@@ -6,6 +6,9 @@
 //! a filtered query). A [`Position`] names a row by its segment and its `GSI1` key, so a cursor
 //! is an `ExclusiveStartKey` in disguise and every page is a keyset query, never a scan.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 
@@ -169,14 +172,15 @@ pub struct Segment {
     /// The list's sort direction within this segment: `true` for ascending `GSI1SK`.
     pub ascending: bool,
     /// Set for a segment whose rows are picked out by a filter (the empty cells of a
-    /// custom-field sort); its reads count against [`Limits::max_filtered_reads`].
+    /// custom-field sort); its reads are paid from the request's [`ReadBudget`].
     pub filter: Option<Filter>,
 }
 
-/// Bounds on the work of one page.
+/// Bounds on the work of one request.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
-    /// The most items a page may read in filtered segments before it returns what it has.
+    /// The most items one request may read in filtered segments, over all the lists it pages,
+    /// before those lists return what they have.
     pub max_filtered_reads: usize,
 }
 
@@ -185,6 +189,30 @@ impl Default for Limits {
         Limits {
             max_filtered_reads: 1000,
         }
+    }
+}
+
+/// The filtered reads a request may still make, shared by every list it pages (so aliases or
+/// many projects in one query cannot multiply the cap).
+#[derive(Clone, Debug)]
+pub struct ReadBudget(Arc<AtomicUsize>);
+
+impl ReadBudget {
+    pub fn new(limits: Limits) -> Self {
+        ReadBudget(Arc::new(AtomicUsize::new(limits.max_filtered_reads)))
+    }
+
+    pub fn remaining(&self) -> usize {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    fn spend(&self, reads: usize) {
+        // `fetch_update` with a saturating step cannot fail; the result is irrelevant.
+        let _ = self
+            .0
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+                Some(left.saturating_sub(reads))
+            });
     }
 }
 
@@ -201,7 +229,7 @@ pub struct Page {
     pub rows: Vec<Row>,
     pub has_next: bool,
     pub has_previous: bool,
-    /// Where a page cut short by [`Limits::max_filtered_reads`] stopped reading. Continuing
+    /// Where a page cut short by the [`ReadBudget`] stopped reading. Continuing
     /// from here (as `after`, or `before` when paging backward) skips the rows already read.
     pub resume: Option<Position>,
 }
@@ -235,16 +263,39 @@ fn precedes(segments: &[Segment], a: &Position, b: &Position) -> bool {
     }
 }
 
-/// How many items a filtered query asks for beyond what the page still needs: reading a few
-/// times the need fills most pages in one call without reading far past them.
-const FILTERED_OVERREAD: usize = 4;
+/// A filtered query first asks for this many times the rows the page still needs; each further
+/// query of the same page asks for this many times more than the last, so a column whose empty
+/// cells are rare is searched in a few growing reads rather than many small ones.
+const FILTERED_GROWTH: usize = 4;
 
-/// Reads one page of a list made of `segments`.
+impl PageRequest {
+    /// Checks the request's positions against the list's segments: a cursor naming a segment
+    /// the list does not have was not made by this API.
+    pub fn check_segments(&self, segments: usize) -> Result<(), PagingError> {
+        for (arg, position) in [("after", &self.after), ("before", &self.before)] {
+            if position.as_ref().is_some_and(|p| p.segment >= segments) {
+                return Err(PagingError::MalformedCursor { arg });
+            }
+        }
+        Ok(())
+    }
+}
+
+fn position_of(segment: usize, start: &StartKey) -> Position {
+    Position {
+        segment,
+        pk: start.key.pk.clone(),
+        gsi1sk: start.gsi1sk.clone().unwrap_or_default(),
+    }
+}
+
+/// Reads one page of a list made of `segments` (positions checked with
+/// [`PageRequest::check_segments`]), paying filtered reads from `budget`.
 pub async fn fetch(
     store: &dyn Store,
     segments: &[Segment],
     request: &PageRequest,
-    limits: Limits,
+    budget: &ReadBudget,
 ) -> Result<Page, StoreError> {
     let forward = request.direction == Direction::Forward;
     let (from, bound) = if forward {
@@ -261,7 +312,8 @@ pub async fn fetch(
     };
     let first_segment = from.map(|p| p.segment);
     let mut rows: Vec<Row> = Vec::with_capacity(want);
-    let mut filtered_reads = 0usize;
+    // Set when the read budget ran out before the list did; `resume` is where to go on from.
+    let mut cut_short = false;
     let mut resume = None;
 
     'segments: for &index in &order {
@@ -275,21 +327,33 @@ pub async fn fetch(
                 continue;
             }
         }
-        let segment = &segments[index];
+        let Some(segment) = segments.get(index) else {
+            continue;
+        };
         let mut start = from.filter(|p| p.segment == index).map(|p| StartKey {
             key: Key::new(p.pk.clone(), segment.partition.clone()),
             gsi1sk: Some(p.gsi1sk.clone()),
         });
+        let mut ask = 0;
         loop {
             let needed = want - rows.len();
             let limit = match segment.filter {
                 None => needed,
                 Some(_) => {
-                    let budget = limits.max_filtered_reads.saturating_sub(filtered_reads);
-                    if budget == 0 {
+                    let left = budget.remaining();
+                    if left == 0 {
+                        // Go on next time from the last place this page knows: where this
+                        // segment was entered, else its last row, else where it started.
+                        cut_short = true;
+                        resume = start
+                            .as_ref()
+                            .map(|s| position_of(index, s))
+                            .or_else(|| rows.last().map(|r| r.position.clone()))
+                            .or_else(|| from.cloned());
                         break 'segments;
                     }
-                    (needed * FILTERED_OVERREAD).min(budget)
+                    ask = (ask * FILTERED_GROWTH).max(needed * FILTERED_GROWTH);
+                    ask.min(left)
                 }
             };
             let query = Query {
@@ -303,7 +367,7 @@ pub async fn fetch(
             };
             let out = store.query(&query).await?;
             if segment.filter.is_some() {
-                filtered_reads += out.scanned;
+                budget.spend(out.scanned);
             }
             for item in out.items {
                 let (Some(pk), Some(gsi1sk)) = (pk_of(&item), gsi1sk_of(&item)) else {
@@ -331,25 +395,14 @@ pub async fn fetch(
             }
             match out.last_evaluated {
                 None => break,
-                Some(last) => {
-                    if segment.filter.is_some() && filtered_reads >= limits.max_filtered_reads {
-                        resume = Some(Position {
-                            segment: index,
-                            pk: last.key.pk.clone(),
-                            gsi1sk: last.gsi1sk.clone().unwrap_or_default(),
-                        });
-                        break 'segments;
-                    }
-                    start = Some(last);
-                }
+                Some(last) => start = Some(last),
             }
         }
     }
 
     let more = rows.len() > request.size;
     rows.truncate(request.size);
-    // A page cut short by the read cap has more rows (maybe) beyond where it stopped reading.
-    let cut_short = resume.is_some();
+    // A page cut short by the read budget may have more rows beyond where it stopped reading.
     let (has_next, has_previous) = if forward {
         (more || cut_short, request.after.is_some())
     } else {

@@ -10,9 +10,9 @@ use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::items::{self, ItemError};
 use crate::keys;
 use crate::model::{Issue, Project, ProjectData, Tenant};
-use crate::paging::{self, Limits, Page, PageRequest, Scope, Segment};
+use crate::paging::{self, Limits, Page, PageRequest, PagingError, ReadBudget, Scope, Segment};
 use crate::store::{
-    retry, AttrPath, DynStore, Filter, Index, Item, Query, SortCondition, StoreError,
+    retry, AttrPath, DynStore, Filter, Index, Item, Key, Query, SortCondition, StoreError,
 };
 
 /// Errors of the data layer: the store failed, or it returned an item that cannot be read.
@@ -22,6 +22,9 @@ pub enum RepoError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Item(#[from] ItemError),
+    /// The page request does not fit the list (a forged cursor).
+    #[error(transparent)]
+    Paging(#[from] PagingError),
 }
 
 impl RepoError {
@@ -85,26 +88,45 @@ pub struct Paged<T> {
     pub resume_cursor: Option<String>,
 }
 
-/// The data access layer over one store handle (per request, a metered one).
+/// The data access layer over one store handle. Built per request (around a metered store),
+/// so its read budget for empty-cell searches is the request's.
 #[derive(Clone)]
 pub struct Repo {
     store: DynStore,
-    limits: Limits,
+    budget: ReadBudget,
 }
 
 impl Repo {
     pub fn new(store: DynStore, limits: Limits) -> Self {
-        Repo { store, limits }
+        Repo {
+            store,
+            budget: ReadBudget::new(limits),
+        }
+    }
+
+    /// Reads one page of `segments` after checking the request fits them.
+    async fn page(&self, segments: &[Segment], request: &PageRequest) -> Result<Page, RepoError> {
+        request.check_segments(segments.len())?;
+        Ok(paging::fetch(self.store.as_ref(), segments, request, &self.budget).await?)
     }
 
     pub fn store(&self) -> &DynStore {
         &self.store
     }
 
-    /// Tenants by id, in BatchGetItem calls of up to 100 keys.
+    /// Items by key: one GetItem for a single key, else BatchGetItem calls of up to 100 keys
+    /// (issued concurrently, unprocessed keys retried).
+    async fn get_items(&self, keys: &[Key]) -> Result<Vec<Item>, StoreError> {
+        match keys {
+            [key] => Ok(self.store.get(key).await?.item.into_iter().collect()),
+            _ => retry::batch_get_all(self.store.as_ref(), keys).await,
+        }
+    }
+
+    /// Tenants by id (one GetItem, or BatchGetItem calls of up to 100 keys).
     pub async fn tenants(&self, ids: &[TenantId]) -> Result<HashMap<TenantId, Tenant>, RepoError> {
         let keys: Vec<_> = ids.iter().map(keys::tenant).collect();
-        let found = retry::batch_get_all(self.store.as_ref(), &keys).await?;
+        let found = self.get_items(&keys).await?;
         found
             .iter()
             .map(|item| items::decode_tenant(item).map(|t| (t.id.clone(), t)))
@@ -130,14 +152,14 @@ impl Repo {
         Ok(project.map(|project| ProjectData { project, fields }))
     }
 
-    /// The projects that custom fields belong to, from their lookup items (one BatchGetItem per
-    /// 100 fields).
+    /// The projects that custom fields belong to, from their lookup items (one GetItem, or one
+    /// BatchGetItem per 100 fields).
     pub async fn field_projects(
         &self,
         ids: &[FieldId],
     ) -> Result<HashMap<FieldId, ProjectId>, RepoError> {
         let keys: Vec<_> = ids.iter().map(keys::field_lookup).collect();
-        let found = retry::batch_get_all(self.store.as_ref(), &keys).await?;
+        let found = self.get_items(&keys).await?;
         let mut out = HashMap::new();
         for item in &found {
             let project = items::decode_field_lookup(item)?;
@@ -148,13 +170,14 @@ impl Repo {
         Ok(out)
     }
 
-    /// Issues by full key, in BatchGetItem calls of up to 100 keys issued concurrently.
+    /// Issues by full key (one GetItem, or BatchGetItem calls of up to 100 keys issued
+    /// concurrently).
     pub async fn issues(&self, keys: &[IssueKey]) -> Result<HashMap<IssueKey, Issue>, RepoError> {
         let store_keys: Vec<_> = keys
             .iter()
             .map(|k| keys::issue(&k.issue, &k.project))
             .collect();
-        let found = retry::batch_get_all(self.store.as_ref(), &store_keys).await?;
+        let found = self.get_items(&store_keys).await?;
         let wanted: HashSet<&IssueKey> = keys.iter().collect();
         let mut out = HashMap::new();
         for item in &found {
@@ -203,7 +226,7 @@ impl Repo {
             ascending: true,
             filter: None,
         }];
-        let page = paging::fetch(self.store.as_ref(), &segments, request, self.limits).await?;
+        let page = self.page(&segments, request).await?;
         let scope = Self::projects_scope(tenant);
         paged(&scope, page, |item| Ok(items::decode_project(item)?))
     }
@@ -261,7 +284,7 @@ impl Repo {
                 ])))),
             ],
         };
-        let page = paging::fetch(self.store.as_ref(), &segments, request, self.limits).await?;
+        let page = self.page(&segments, request).await?;
         let scope = Self::issues_scope(project, sort);
         paged(&scope, page, |item| match items::item_type(item) {
             Some(items::types::ISSUE) => Ok(IssueRow::Loaded(items::decode_issue(item)?)),

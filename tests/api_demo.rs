@@ -416,14 +416,14 @@ async fn bad_input_is_a_coded_error(backend: Backend) {
         (
             PAGE,
             json!({"project": BRIDGE, "order": {"field": "CUSTOM_FIELD", "customFieldId": "xattrib-ffff"}}),
-            "NOT_FOUND",
-            "custom field xattrib-ffff does not exist",
+            "BAD_USER_INPUT",
+            "xattrib-ffff is not a custom field of project-35e9",
         ),
         (
             PAGE,
             json!({"project": "project-7b7e", "order": {"field": "CUSTOM_FIELD", "customFieldId": START}}),
             "BAD_USER_INPUT",
-            "is not a custom field of project-7b7e (it belongs to project-35e9)",
+            "xattrib-3812 is not a custom field of project-7b7e",
         ),
         (
             PAGE,

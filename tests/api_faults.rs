@@ -10,8 +10,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use gridgate::paging::Limits;
 use gridgate::store::{
-    AttributeValue, BatchGetOutput, DynStore, Item, Key, Query, QueryOutput, Store, StoreError,
-    WriteOp,
+    AttributeValue, BatchGetOutput, DynStore, GetOutput, Item, Key, Query, QueryOutput, Store,
+    StoreError, WriteOp,
 };
 use serde_json::json;
 use support::app::{Backend, TestApp, TestStore};
@@ -28,6 +28,13 @@ struct FaultyStore {
 impl Store for FaultyStore {
     fn name(&self) -> &'static str {
         "faulty"
+    }
+
+    async fn get(&self, key: &Key) -> Result<GetOutput, StoreError> {
+        if self.fail.load(Ordering::SeqCst) {
+            return Err(StoreError::Unavailable("SECRET connection detail".into()));
+        }
+        self.inner.get(key).await
     }
 
     async fn batch_get(&self, keys: &[Key]) -> Result<BatchGetOutput, StoreError> {

@@ -19,8 +19,6 @@ use crate::repo::RepoError;
 pub enum ApiError {
     /// The request's arguments are wrong; the message says how to fix them.
     BadUserInput(String),
-    /// Something the request names does not exist.
-    NotFound(String),
     /// The store could not answer; retrying later may succeed.
     StoreUnavailable,
     /// A bug or corrupt data; details are in the server log.
@@ -31,7 +29,7 @@ impl ApiError {
     /// The message clients see.
     pub fn message(&self) -> &str {
         match self {
-            ApiError::BadUserInput(m) | ApiError::NotFound(m) => m,
+            ApiError::BadUserInput(m) => m,
             ApiError::StoreUnavailable => "the data store is unavailable, please retry later",
             ApiError::Internal => "internal error",
         }
@@ -41,7 +39,6 @@ impl ApiError {
     pub fn code(&self) -> &'static str {
         match self {
             ApiError::BadUserInput(_) => "BAD_USER_INPUT",
-            ApiError::NotFound(_) => "NOT_FOUND",
             ApiError::StoreUnavailable => "STORE_UNAVAILABLE",
             ApiError::Internal => "INTERNAL_SERVER_ERROR",
         }
@@ -62,6 +59,9 @@ impl From<ApiError> for async_graphql::Error {
 
 impl From<&RepoError> for ApiError {
     fn from(e: &RepoError) -> Self {
+        if let RepoError::Paging(e) = e {
+            return ApiError::BadUserInput(e.to_string());
+        }
         if e.is_unavailable() {
             tracing::warn!(error = %e, "store call failed");
             ApiError::StoreUnavailable

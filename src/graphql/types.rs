@@ -427,7 +427,11 @@ impl IssueOrder {
                 let id = FieldId::parse(id).map_err(ApiError::from)?;
                 let data = referenced_project(ctx, project).await?;
                 if data.field(&id).is_none() {
-                    return Err(foreign_field(ctx, &id, project).await);
+                    // One answer whether the field is missing or another project's, so errors
+                    // tell nothing about data outside this project.
+                    return Err(ApiError::BadUserInput(format!(
+                        "orderBy: {id} is not a custom field of {project}"
+                    )));
                 }
                 SortField::Custom(id)
             }
@@ -441,25 +445,6 @@ impl IssueOrder {
             (IssueOrderField::State, None) => SortField::State,
         };
         Ok(IssueSort { field, ascending })
-    }
-}
-
-/// The error for sorting by a field the project does not have: `NOT_FOUND` when no such field
-/// exists at all, `BAD_USER_INPUT` when it belongs to another project. Telling them apart costs
-/// one lookup, on the error path only.
-async fn foreign_field(ctx: &Context<'_>, field: &FieldId, project: &ProjectId) -> ApiError {
-    let owner: Option<ProjectId> = match loader(ctx) {
-        Ok(loader) => match loader.load_one(field.clone()).await {
-            Ok(owner) => owner,
-            Err(e) => return ApiError::from(e),
-        },
-        Err(e) => return e,
-    };
-    match owner {
-        None => ApiError::NotFound(format!("orderBy: custom field {field} does not exist")),
-        Some(owner) => ApiError::BadUserInput(format!(
-            "orderBy: {field} is not a custom field of {project} (it belongs to {owner})"
-        )),
     }
 }
 

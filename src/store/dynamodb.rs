@@ -29,8 +29,8 @@ use aws_sdk_dynamodb::Client;
 
 use super::table::{GSI1, GSI1SK, PK, SK};
 use super::{
-    AttributeValue, BatchGetOutput, Capacity, Condition, Filter, Index, Item, Key, Query,
-    QueryOutput, SortCondition, StartKey, Store, StoreError, WriteOp,
+    AttributeValue, BatchGetOutput, Capacity, Condition, Filter, GetOutput, Index, Item, Key,
+    Query, QueryOutput, SortCondition, StartKey, Store, StoreError, WriteOp,
 };
 
 type SdkValue = aws_sdk_dynamodb::types::AttributeValue;
@@ -243,6 +243,22 @@ impl DynamoStore {
 impl Store for DynamoStore {
     fn name(&self) -> &'static str {
         "dynamodb"
+    }
+
+    async fn get(&self, key: &Key) -> Result<GetOutput, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key_map(key)))
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await
+            .map_err(|err| self.sdk_error("GetItem", err))?;
+        Ok(GetOutput {
+            consumed: total_capacity(out.consumed_capacity.as_slice()),
+            item: out.item.map(from_sdk_item).transpose()?,
+        })
     }
 
     async fn batch_get(&self, keys: &[Key]) -> Result<BatchGetOutput, StoreError> {

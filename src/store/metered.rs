@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 
 use super::{
-    BatchGetOutput, Capacity, DynStore, Item, Key, Query, QueryOutput, Store, StoreError, WriteOp,
+    BatchGetOutput, Capacity, DynStore, GetOutput, Item, Key, Query, QueryOutput, Store,
+    StoreError, WriteOp,
 };
 
 /// Counts DynamoDB calls and read capacity. Cheap to share between the tasks of one request.
@@ -73,6 +74,15 @@ impl Metered {
 impl Store for Metered {
     fn name(&self) -> &'static str {
         self.inner.name()
+    }
+
+    async fn get(&self, key: &Key) -> Result<GetOutput, StoreError> {
+        let result = self.inner.get(key).await;
+        match &result {
+            Ok(out) => self.meter.record(out.consumed),
+            Err(_) => self.meter.record_call(),
+        }
+        result
     }
 
     async fn batch_get(&self, keys: &[Key]) -> Result<BatchGetOutput, StoreError> {

@@ -181,6 +181,13 @@ pub struct QueryOutput {
 }
 
 #[derive(Clone, Debug, Default)]
+pub struct GetOutput {
+    /// The item, or `None` when the key names nothing.
+    pub item: Option<Item>,
+    pub consumed: Capacity,
+}
+
+#[derive(Clone, Debug, Default)]
 pub struct BatchGetOutput {
     /// Found items, in no particular order; missing keys are simply absent.
     pub items: Vec<Item>,
@@ -256,6 +263,9 @@ pub enum StoreError {
 pub trait Store: Send + Sync + 'static {
     /// A short name for logs and test output: `"embedded"` or `"dynamodb"`.
     fn name(&self) -> &'static str;
+
+    /// One GetItem call, eventually consistent.
+    async fn get(&self, key: &Key) -> Result<GetOutput, StoreError>;
 
     /// One BatchGetItem call: at most [`MAX_BATCH_GET`] distinct keys, eventually consistent.
     async fn batch_get(&self, keys: &[Key]) -> Result<BatchGetOutput, StoreError>;

@@ -193,10 +193,10 @@ mod tests {
 
     use super::*;
     use crate::store::{
-        AttributeValue, BatchGetOutput, Capacity, Index, QueryOutput, StartKey, WriteOp,
+        AttributeValue, BatchGetOutput, Capacity, GetOutput, Index, QueryOutput, StartKey, WriteOp,
     };
 
-    /// No waiting in tests: tokio's `test-util` (paused time) is not enabled in this crate.
+    /// No waiting in tests: the delays themselves are not what these tests check.
     const NO_DELAY: Backoff = Backoff {
         base: Duration::ZERO,
         cap: Duration::ZERO,
@@ -260,6 +260,15 @@ mod tests {
     impl Store for FakeStore {
         fn name(&self) -> &'static str {
             "fake"
+        }
+
+        async fn get(&self, key: &Key) -> Result<GetOutput, StoreError> {
+            self.record(1);
+            let item = self.data.lock().unwrap().get(key).cloned();
+            Ok(GetOutput {
+                item,
+                consumed: Capacity::read(0.5),
+            })
         }
 
         async fn batch_get(&self, keys: &[Key]) -> Result<BatchGetOutput, StoreError> {
