@@ -70,9 +70,52 @@ pub async fn serve(
 
 async fn graphql_post(
     State(state): State<Arc<AppState>>,
-    request: GraphQLRequest,
+    request: GraphQLRequest<BadRequest>,
 ) -> GraphQLResponse {
     execute(&state, request.into_inner()).await
+}
+
+/// A request body that is not one GraphQL request: answered as a GraphQL error response with a
+/// code, like every other failure, instead of the extractor's plain-text default.
+struct BadRequest(async_graphql::ParseRequestError);
+
+impl From<async_graphql::ParseRequestError> for BadRequest {
+    fn from(e: async_graphql::ParseRequestError) -> Self {
+        BadRequest(e)
+    }
+}
+
+impl IntoResponse for BadRequest {
+    fn into_response(self) -> Response {
+        use async_graphql::ParseRequestError as E;
+        let (status, message) = match &self.0 {
+            // The parser's message is about the client's own body, so it is safe and useful.
+            E::InvalidRequest(e) => (
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "the body is not a GraphQL request (JSON with `query`, optional `variables` \
+                     and `operationName`): {e}"
+                ),
+            ),
+            E::UnsupportedBatch => (
+                StatusCode::BAD_REQUEST,
+                "batched requests are not supported: send one operation per request".into(),
+            ),
+            E::PayloadTooLarge => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "the request body is too large".into(),
+            ),
+            E::Io(_) => (
+                StatusCode::BAD_REQUEST,
+                "the request body could not be read".into(),
+            ),
+            _ => (
+                StatusCode::BAD_REQUEST,
+                "file uploads are not supported".into(),
+            ),
+        };
+        graphql_error_response(status, &message, "BAD_REQUEST")
+    }
 }
 
 /// GET with a `query` parameter runs a query (never a mutation); GET without one, from a
@@ -147,10 +190,13 @@ async fn execute(state: &AppState, request: async_graphql::Request) -> GraphQLRe
     let meter = CostMeter::new();
     let store: DynStore = Arc::new(Metered::new(state.store.clone(), meter.clone()));
     let repo = Repo::new(store, state.limits);
+    let query = request.query.clone();
+    let operation_name = request.operation_name.clone();
     let mut response = state
         .schema
         .execute(graphql::request_data(request, repo))
         .await;
+    graphql::restore_field_order(&mut response.data, &query, operation_name.as_deref());
     for error in &mut response.errors {
         ensure_code(error);
     }

@@ -4,12 +4,14 @@
 //! calls the request's loaders and repo, and maps failures to [`ApiError`] codes.
 
 pub mod error;
+mod order;
 pub mod types;
 
 use async_graphql::{Context, EmptyMutation, EmptySubscription, Object, Schema, ID};
 
 pub use error::ApiError;
 use error::ApiResult;
+pub use order::restore_field_order;
 use types::{loader, project_data, CustomField, Issue, Node, Project, Tenant};
 
 use crate::ids::{FieldId, IssueId, NodeId, ProjectId};
