@@ -63,8 +63,8 @@ pub struct ServeArgs {
     /// yes/no, on/off).
     #[arg(long, env = "GRIDGATE_NO_DEMO", value_parser = BoolishValueParser::new())]
     pub no_demo: bool,
-    /// The most items one page sorted by a custom field may read to find issues without a
-    /// value before it returns a shorter page.
+    /// The most items one request may read to find issues without a value (custom-field
+    /// sorts) before its lists return shorter pages.
     #[arg(long, env = "GRIDGATE_MAX_FILTERED_READS", default_value_t = DEFAULT_MAX_FILTERED_READS, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_filtered_reads: u32,
 }

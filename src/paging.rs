@@ -202,17 +202,23 @@ impl ReadBudget {
         ReadBudget(Arc::new(AtomicUsize::new(limits.max_filtered_reads)))
     }
 
-    pub fn remaining(&self) -> usize {
-        self.0.load(Ordering::Relaxed)
-    }
-
-    fn spend(&self, reads: usize) {
-        // `fetch_update` with a saturating step cannot fail; the result is irrelevant.
-        let _ = self
+    /// Reserves up to `wanted` reads before a query, so lists paged concurrently in one
+    /// request can never overspend together; returns how many were granted.
+    fn take(&self, wanted: usize) -> usize {
+        // The closure always returns `Some`, so both arms carry the previous value.
+        let before = match self
             .0
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
-                Some(left.saturating_sub(reads))
-            });
+                Some(left.saturating_sub(wanted))
+            }) {
+            Ok(left) | Err(left) => left,
+        };
+        before.min(wanted)
+    }
+
+    /// Returns reads a query was granted but did not make.
+    fn refund(&self, unused: usize) {
+        self.0.fetch_add(unused, Ordering::Relaxed);
     }
 }
 
@@ -340,8 +346,9 @@ pub async fn fetch(
             let limit = match segment.filter {
                 None => needed,
                 Some(_) => {
-                    let left = budget.remaining();
-                    if left == 0 {
+                    ask = (ask * FILTERED_GROWTH).max(needed * FILTERED_GROWTH);
+                    let granted = budget.take(ask);
+                    if granted == 0 {
                         // Go on next time from the last place this page knows: where this
                         // segment was entered, else its last row, else where it started.
                         cut_short = true;
@@ -352,8 +359,7 @@ pub async fn fetch(
                             .or_else(|| from.cloned());
                         break 'segments;
                     }
-                    ask = (ask * FILTERED_GROWTH).max(needed * FILTERED_GROWTH);
-                    ask.min(left)
+                    granted
                 }
             };
             let query = Query {
@@ -365,10 +371,12 @@ pub async fn fetch(
                 start: start.clone(),
                 filter: segment.filter.clone(),
             };
-            let out = store.query(&query).await?;
+            let out = store.query(&query).await;
             if segment.filter.is_some() {
-                budget.spend(out.scanned);
+                let scanned = out.as_ref().map_or(0, |o| o.scanned);
+                budget.refund(limit.saturating_sub(scanned));
             }
+            let out = out?;
             for item in out.items {
                 let (Some(pk), Some(gsi1sk)) = (pk_of(&item), gsi1sk_of(&item)) else {
                     continue;
