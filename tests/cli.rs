@@ -54,8 +54,16 @@ impl Cli {
 
     /// Starts `serve` on a free port; returns the server and its GraphQL URL.
     fn serve(&self) -> (Server, String) {
+        self.serve_with(&[], &[])
+    }
+
+    /// Starts `serve` with extra flags and environment variables.
+    fn serve_with(&self, flags: &[&str], env: &[(&str, &str)]) -> (Server, String) {
+        let mut sub = vec!["serve", "--listen", "127.0.0.1:0"];
+        sub.extend(flags);
         let mut child = self
-            .command(&["serve", "--listen", "127.0.0.1:0"])
+            .command(&sub)
+            .envs(env.iter().copied())
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn serve");
@@ -164,6 +172,34 @@ async fn seeds_and_serves(backend: Backend) {
 }
 
 crate::both_stores!(seeds_and_serves);
+
+/// `--no-demo`, or its variable with any usual spelling of true, keeps an empty store empty.
+#[tokio::test]
+async fn no_demo_by_flag_or_variable() {
+    for (flags, env) in [
+        (&["--no-demo"][..], &[][..]),
+        (&[][..], &[("GRIDGATE_NO_DEMO", "1")][..]),
+        (&[][..], &[("GRIDGATE_NO_DEMO", "yes")][..]),
+    ] {
+        let cli = Cli::new(Backend::Embedded);
+        let (server, url) = cli.serve_with(flags, env);
+        let body: Value = reqwest::Client::new()
+            .post(&url)
+            .json(&serde_json::json!({"query": "{ tenant(id: \"tenant-0807\") { name } }"}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(
+            body["data"]["tenant"],
+            Value::Null,
+            "{flags:?} {env:?}: {body}"
+        );
+        drop(server);
+    }
+}
 
 /// Zero set-up: `serve` on an empty data directory creates the store and loads the demo.
 #[tokio::test]
