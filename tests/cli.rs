@@ -92,6 +92,19 @@ impl Cli {
     }
 }
 
+/// POSTs a query to a served gateway and returns the response body.
+async fn post_query(url: &str, query: &str) -> Value {
+    reqwest::Client::new()
+        .post(url)
+        .json(&serde_json::json!({ "query": query }))
+        .send()
+        .await
+        .expect("POST")
+        .json()
+        .await
+        .expect("JSON body")
+}
+
 /// Kills the server when the test ends, however it ends.
 struct Server(Child);
 
@@ -134,19 +147,15 @@ async fn seeds_and_serves(backend: Backend) {
 
     // `serve` loads the demo data into a store that lacks it, on a free port.
     let (server, url) = cli.serve();
-    let client = reqwest::Client::new();
-    let body: Value = client
-        .post(&url)
-        .json(&serde_json::json!({"query": format!(
+    let body = post_query(
+        &url,
+        &format!(
             "{{ tenant(id: \"tenant-0807\") {{ name }} synthetic: project(id: \"{}\") {{ issues(first: 100) {{ nodes {{ num }} }} }} }}",
             lines[1]["project"].as_str().unwrap()
-        )}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        ),
+    )
+    .await;
+    let client = reqwest::Client::new();
     assert_eq!(
         body["data"]["tenant"]["name"], "ACME Engineering",
         "{body:#}"
@@ -183,15 +192,7 @@ async fn no_demo_by_flag_or_variable() {
     ] {
         let cli = Cli::new(Backend::Embedded);
         let (server, url) = cli.serve_with(flags, env);
-        let body: Value = reqwest::Client::new()
-            .post(&url)
-            .json(&serde_json::json!({"query": "{ tenant(id: \"tenant-0807\") { name } }"}))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let body = post_query(&url, "{ tenant(id: \"tenant-0807\") { name } }").await;
         assert_eq!(
             body["data"]["tenant"],
             Value::Null,
@@ -206,15 +207,11 @@ async fn no_demo_by_flag_or_variable() {
 async fn serves_a_fresh_embedded_store_without_set_up() {
     let cli = Cli::new(Backend::Embedded);
     let (server, url) = cli.serve();
-    let body: Value = reqwest::Client::new()
-        .post(&url)
-        .json(&serde_json::json!({"query": "{ project(id: \"project-35e9\") { issues { nodes { num } } } }"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let body = post_query(
+        &url,
+        "{ project(id: \"project-35e9\") { issues { nodes { num } } } }",
+    )
+    .await;
     assert_eq!(
         body["data"]["project"]["issues"]["nodes"],
         serde_json::json!([{"num": 1}, {"num": 2}, {"num": 3}])

@@ -44,6 +44,20 @@ impl CostMeter {
         self.calls.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Records one read call: its consumed capacity when it answered, the call alone when it
+    /// failed (a failed call still costs a round trip).
+    fn observe<T>(
+        &self,
+        result: Result<T, StoreError>,
+        consumed: impl FnOnce(&T) -> Capacity,
+    ) -> Result<T, StoreError> {
+        match &result {
+            Ok(out) => self.record(consumed(out)),
+            Err(_) => self.record_call(),
+        }
+        result
+    }
+
     pub fn report(&self) -> CostReport {
         let capacity = *self.capacity.lock().unwrap_or_else(|e| e.into_inner());
         CostReport {
@@ -77,30 +91,18 @@ impl Store for Metered {
     }
 
     async fn get(&self, key: &Key) -> Result<GetOutput, StoreError> {
-        let result = self.inner.get(key).await;
-        match &result {
-            Ok(out) => self.meter.record(out.consumed),
-            Err(_) => self.meter.record_call(),
-        }
-        result
+        self.meter
+            .observe(self.inner.get(key).await, |out| out.consumed)
     }
 
     async fn batch_get(&self, keys: &[Key]) -> Result<BatchGetOutput, StoreError> {
-        let result = self.inner.batch_get(keys).await;
-        match &result {
-            Ok(out) => self.meter.record(out.consumed),
-            Err(_) => self.meter.record_call(),
-        }
-        result
+        self.meter
+            .observe(self.inner.batch_get(keys).await, |out| out.consumed)
     }
 
     async fn query(&self, query: &Query) -> Result<QueryOutput, StoreError> {
-        let result = self.inner.query(query).await;
-        match &result {
-            Ok(out) => self.meter.record(out.consumed),
-            Err(_) => self.meter.record_call(),
-        }
-        result
+        self.meter
+            .observe(self.inner.query(query).await, |out| out.consumed)
     }
 
     async fn transact_write(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {
