@@ -510,6 +510,19 @@ async fn http_endpoints(backend: Backend) {
         "GraphiQL page"
     );
 
+    // Browser grids on other origins may call the API (preflight included).
+    let preflight = app
+        .client
+        .request(reqwest::Method::OPTIONS, app.url("/graphql"))
+        .header("origin", "http://grid.example")
+        .header("access-control-request-method", "POST")
+        .header("access-control-request-headers", "content-type")
+        .send()
+        .await
+        .unwrap();
+    assert!(preflight.status().is_success());
+    assert_eq!(preflight.headers()["access-control-allow-origin"], "*");
+
     let playground = app.client.get(app.url("/playground")).send().await.unwrap();
     assert_eq!(playground.status(), 200);
     assert!(playground
