@@ -12,9 +12,10 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use tower_http::cors::{Any, CorsLayer};
+use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::trace::TraceLayer;
 
-use crate::graphql::{self, GridSchema};
+use crate::graphql::{self, GridSchema, ResponseOrder};
 use crate::paging::Limits;
 use crate::repo::Repo;
 use crate::store::{CostMeter, DynStore, Metered};
@@ -23,19 +24,26 @@ use crate::store::{CostMeter, DynStore, Metered};
 #[derive(Clone)]
 pub struct AppState {
     pub schema: GridSchema,
+    /// The schema's types, for putting response fields back in query order.
+    pub order: Arc<ResponseOrder>,
     pub store: DynStore,
     pub limits: Limits,
 }
 
 impl AppState {
     pub fn new(store: DynStore, limits: Limits) -> Self {
+        let schema = graphql::build_schema();
         AppState {
-            schema: graphql::build_schema(),
+            order: Arc::new(ResponseOrder::from_sdl(&schema.sdl())),
+            schema,
             store,
             limits,
         }
     }
 }
+
+/// The largest request body accepted: a grid query with variables is a few kilobytes.
+pub const MAX_BODY_BYTES: usize = 256 * 1024;
 
 /// The application's routes.
 pub fn router(state: AppState) -> Router {
@@ -43,6 +51,7 @@ pub fn router(state: AppState) -> Router {
         .route("/graphql", get(graphql_get).post(graphql_post))
         .route("/playground", get(playground))
         .route("/healthz", get(healthz))
+        .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
         .layer(TraceLayer::new_for_http())
         .layer(cors())
         .with_state(Arc::new(state))
@@ -88,33 +97,28 @@ impl From<async_graphql::ParseRequestError> for BadRequest {
 impl IntoResponse for BadRequest {
     fn into_response(self) -> Response {
         use async_graphql::ParseRequestError as E;
-        let (status, message) = match &self.0 {
-            // The parser's message is about the client's own body, so it is safe and useful.
-            E::InvalidRequest(e) => (
+        let (status, message): (StatusCode, &str) = match &self.0 {
+            // The parser's own message names its internal types; say what is expected instead.
+            E::InvalidRequest(_) => (
                 StatusCode::BAD_REQUEST,
-                format!(
-                    "the body is not a GraphQL request (JSON with `query`, optional `variables` \
-                     and `operationName`): {e}"
-                ),
+                "the body is not a GraphQL request: send a JSON object with `query` (a string) \
+                 and optionally `variables` (an object) and `operationName` (a string)",
             ),
             E::UnsupportedBatch => (
                 StatusCode::BAD_REQUEST,
-                "batched requests are not supported: send one operation per request".into(),
+                "batched requests are not supported: send one operation per request",
             ),
             E::PayloadTooLarge => (
                 StatusCode::PAYLOAD_TOO_LARGE,
-                "the request body is too large".into(),
+                "the request body is too large",
             ),
             E::Io(_) => (
                 StatusCode::BAD_REQUEST,
-                "the request body could not be read".into(),
+                "the request body could not be read",
             ),
-            _ => (
-                StatusCode::BAD_REQUEST,
-                "file uploads are not supported".into(),
-            ),
+            _ => (StatusCode::BAD_REQUEST, "file uploads are not supported"),
         };
-        graphql_error_response(status, &message, "BAD_REQUEST")
+        graphql_error_response(status, message, "BAD_REQUEST")
     }
 }
 
@@ -196,7 +200,9 @@ async fn execute(state: &AppState, request: async_graphql::Request) -> GraphQLRe
         .schema
         .execute(graphql::request_data(request, repo))
         .await;
-    graphql::restore_field_order(&mut response.data, &query, operation_name.as_deref());
+    state
+        .order
+        .restore(&mut response.data, &query, operation_name.as_deref());
     for error in &mut response.errors {
         ensure_code(error);
     }

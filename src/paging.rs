@@ -235,7 +235,8 @@ pub struct Page {
     pub rows: Vec<Row>,
     pub has_next: bool,
     pub has_previous: bool,
-    /// Where a page cut short by the [`ReadBudget`] stopped reading. Continuing
+    /// Where a page cut short by the [`ReadBudget`] stopped reading (`None` only when it had
+    /// read nothing at all: the client asks for the same page again). Continuing
     /// from here (as `after`, or `before` when paging backward) skips the rows already read.
     pub resume: Option<Position>,
 }
@@ -251,6 +252,15 @@ fn pk_of(item: &Item) -> Option<&str> {
     match item.get(table::PK) {
         Some(AttributeValue::S(s)) => Some(s),
         _ => None,
+    }
+}
+
+/// Whether `position` lies at or past `bound` in the reading direction.
+fn reached(segments: &[Segment], forward: bool, position: &Position, bound: &Position) -> bool {
+    if forward {
+        !precedes(segments, position, bound)
+    } else {
+        !precedes(segments, bound, position)
     }
 }
 
@@ -340,13 +350,15 @@ pub async fn fetch(
             key: Key::new(p.pk.clone(), segment.partition.clone()),
             gsi1sk: Some(p.gsi1sk.clone()),
         });
-        let mut ask = 0;
+        let mut ask: usize = 0;
         loop {
             let needed = want - rows.len();
             let limit = match segment.filter {
                 None => needed,
                 Some(_) => {
-                    ask = (ask * FILTERED_GROWTH).max(needed * FILTERED_GROWTH);
+                    ask = ask
+                        .saturating_mul(FILTERED_GROWTH)
+                        .max(needed * FILTERED_GROWTH);
                     let granted = budget.take(ask);
                     if granted == 0 {
                         // Go on next time from the last place this page knows: where this
@@ -386,15 +398,8 @@ pub async fn fetch(
                     pk: pk.to_string(),
                     gsi1sk: gsi1sk.to_string(),
                 };
-                if let Some(bound) = bound {
-                    let beyond = if forward {
-                        !precedes(segments, &position, bound)
-                    } else {
-                        !precedes(segments, bound, &position)
-                    };
-                    if beyond {
-                        break 'segments;
-                    }
+                if bound.is_some_and(|b| reached(segments, forward, &position, b)) {
+                    break 'segments;
                 }
                 rows.push(Row { position, item });
                 if rows.len() == want {
@@ -403,7 +408,14 @@ pub async fn fetch(
             }
             match out.last_evaluated {
                 None => break,
-                Some(last) => start = Some(last),
+                Some(last) => {
+                    // Reading on past the bound could only find rows outside the page.
+                    let at = position_of(index, &last);
+                    if bound.is_some_and(|b| reached(segments, forward, &at, b)) {
+                        break 'segments;
+                    }
+                    start = Some(last);
+                }
             }
         }
     }

@@ -193,6 +193,7 @@ async fn no_demo_by_flag_or_variable() {
         let cli = Cli::new(Backend::Embedded);
         let (server, url) = cli.serve_with(flags, env);
         let body = post_query(&url, "{ tenant(id: \"tenant-0807\") { name } }").await;
+        assert!(body.get("errors").is_none(), "{body}");
         assert_eq!(
             body["data"]["tenant"],
             Value::Null,

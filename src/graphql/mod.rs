@@ -11,7 +11,7 @@ use async_graphql::{Context, EmptyMutation, EmptySubscription, Object, Schema, I
 
 pub use error::ApiError;
 use error::ApiResult;
-pub use order::restore_field_order;
+pub use order::ResponseOrder;
 use types::{loader, project_data, CustomField, Issue, Node, Project, Tenant};
 
 use crate::ids::{FieldId, IssueId, NodeId, ProjectId};

@@ -1,10 +1,19 @@
 //! Response field order: async-graphql 7 resolves sibling fields concurrently and keeps their
 //! results in completion order; this puts every object of a response back in the order of its
 //! selection set, as the GraphQL spec asks of serialized results.
+//!
+//! Fragments only shape the objects their type condition matches, so the walk follows the
+//! schema: each object's type is its field's declared type when that is an object type, or its
+//! `__typename` when selected (Apollo clients always select it). For an abstract field without
+//! `__typename`, a type-conditioned fragment is taken to match when every field it selects is
+//! present in the object.
+
+use std::collections::{HashMap, HashSet};
 
 use async_graphql::indexmap::IndexMap;
 use async_graphql::parser::types::{
-    DocumentOperations, ExecutableDocument, Selection, SelectionSet,
+    BaseType, DocumentOperations, ExecutableDocument, Selection, SelectionSet, Type, TypeKind,
+    TypeSystemDefinition,
 };
 use async_graphql::{Name, Value};
 
@@ -12,73 +21,222 @@ use async_graphql::{Name, Value};
 /// walk).
 const MAX_FRAGMENT_DEPTH: usize = 64;
 
-/// Reorders `data` (a response's `data`) by the operation `operation_name` of `query`. A query
-/// that does not parse leaves `data` as it is (it produced no data anyway).
-pub fn restore_field_order(data: &mut Value, query: &str, operation_name: Option<&str>) {
-    let Ok(doc) = async_graphql::parser::parse_query(query) else {
-        return;
-    };
-    let operation = match &doc.operations {
-        DocumentOperations::Single(op) => op,
-        DocumentOperations::Multiple(ops) => match operation_name.and_then(|n| ops.get(n)) {
-            Some(op) => op,
-            None => return,
-        },
-    };
-    reorder(data, &[&operation.node.selection_set.node], &doc);
+/// What the walk needs to know of the schema, read once from its SDL.
+#[derive(Debug, Default)]
+pub struct ResponseOrder {
+    /// Object and interface type → field → the field's named type.
+    fields: HashMap<String, HashMap<String, String>>,
+    /// Interface or union → the object types it can be.
+    possible: HashMap<String, HashSet<String>>,
+    query_type: String,
 }
 
-fn reorder(value: &mut Value, sets: &[&SelectionSet], doc: &ExecutableDocument) {
-    match value {
-        Value::List(items) => {
-            for item in items {
-                reorder(item, sets, doc);
-            }
-        }
-        Value::Object(map) => {
-            let mut keys: IndexMap<Name, Vec<&SelectionSet>> = IndexMap::new();
-            for set in sets {
-                collect(set, doc, &mut keys, 0);
-            }
-            let mut unordered = std::mem::take(map);
-            for (key, subsets) in keys {
-                if let Some(mut field) = unordered.shift_remove(&key) {
-                    reorder(&mut field, &subsets, doc);
-                    map.insert(key, field);
+impl ResponseOrder {
+    /// Reads the types of a schema from its SDL.
+    pub fn from_sdl(sdl: &str) -> Self {
+        let mut order = ResponseOrder {
+            query_type: "Query".into(),
+            ..ResponseOrder::default()
+        };
+        let Ok(doc) = async_graphql::parser::parse_schema(sdl) else {
+            return order;
+        };
+        for definition in doc.definitions {
+            let TypeSystemDefinition::Type(ty) = definition else {
+                continue;
+            };
+            let name = ty.node.name.node.to_string();
+            let (fields, implements) = match &ty.node.kind {
+                TypeKind::Object(o) => (&o.fields, &o.implements),
+                TypeKind::Interface(i) => (&i.fields, &i.implements),
+                TypeKind::Union(u) => {
+                    let members = u.members.iter().map(|m| m.node.to_string()).collect();
+                    order.possible.insert(name, members);
+                    continue;
                 }
+                _ => continue,
+            };
+            for interface in implements {
+                order
+                    .possible
+                    .entry(interface.node.to_string())
+                    .or_default()
+                    .insert(name.clone());
             }
-            // Anything the selection does not name keeps its place after the rest.
-            map.extend(unordered);
+            let field_types = fields
+                .iter()
+                .map(|f| (f.node.name.node.to_string(), named_type(&f.node.ty.node)))
+                .collect();
+            order.fields.insert(name, field_types);
         }
-        _ => {}
+        order
+    }
+
+    /// Reorders `data` (a response's `data`) by the operation `operation_name` of `query`. A
+    /// query that does not parse leaves `data` as it is (it produced no data anyway).
+    pub fn restore(&self, data: &mut Value, query: &str, operation_name: Option<&str>) {
+        let Ok(doc) = async_graphql::parser::parse_query(query) else {
+            return;
+        };
+        let operation = match &doc.operations {
+            DocumentOperations::Single(op) => op,
+            DocumentOperations::Multiple(ops) => match operation_name.and_then(|n| ops.get(n)) {
+                Some(op) => op,
+                None => return,
+            },
+        };
+        let walk = Walk {
+            order: self,
+            doc: &doc,
+        };
+        walk.reorder(
+            data,
+            &[&operation.node.selection_set.node],
+            Some(&self.query_type),
+        );
+    }
+
+    fn is_abstract(&self, ty: &str) -> bool {
+        self.possible.contains_key(ty)
+    }
+
+    /// Whether an object of type `ty` matches the type condition `condition`.
+    fn matches(&self, condition: &str, ty: &str) -> bool {
+        condition == ty || self.possible.get(condition).is_some_and(|p| p.contains(ty))
     }
 }
 
-/// The response keys a selection set produces, in order, each with the selection sets that
-/// shape its value (a key selected twice merges both).
-fn collect<'a>(
-    set: &'a SelectionSet,
+fn named_type(ty: &Type) -> String {
+    match &ty.base {
+        BaseType::Named(name) => name.to_string(),
+        BaseType::List(inner) => named_type(inner),
+    }
+}
+
+/// The response keys of an object in order, each with the selection sets that shape its value
+/// (a key selected twice merges both) and its declared type.
+type Keys<'a> = IndexMap<Name, (Vec<&'a SelectionSet>, Option<String>)>;
+
+struct Walk<'a> {
+    order: &'a ResponseOrder,
     doc: &'a ExecutableDocument,
-    keys: &mut IndexMap<Name, Vec<&'a SelectionSet>>,
-    depth: usize,
-) {
-    if depth > MAX_FRAGMENT_DEPTH {
-        return;
-    }
-    for selection in &set.items {
-        match &selection.node {
-            Selection::Field(field) => keys
-                .entry(field.node.response_key().node.clone())
-                .or_default()
-                .push(&field.node.selection_set.node),
-            Selection::FragmentSpread(spread) => {
-                if let Some(fragment) = doc.fragments.get(&spread.node.fragment_name.node) {
-                    collect(&fragment.node.selection_set.node, doc, keys, depth + 1);
+}
+
+impl<'a> Walk<'a> {
+    fn reorder(&self, value: &mut Value, sets: &[&'a SelectionSet], declared: Option<&str>) {
+        match value {
+            Value::List(items) => {
+                for item in items {
+                    self.reorder(item, sets, declared);
                 }
             }
-            Selection::InlineFragment(inline) => {
-                collect(&inline.node.selection_set.node, doc, keys, depth + 1);
+            Value::Object(map) => {
+                let typename = match map.get("__typename") {
+                    Some(Value::String(t)) => Some(t.clone()),
+                    _ => None,
+                };
+                let runtime = typename.or_else(|| {
+                    declared
+                        .filter(|d| !self.order.is_abstract(d))
+                        .map(str::to_string)
+                });
+                let mut keys = Keys::new();
+                for set in sets {
+                    self.collect(set, runtime.as_deref(), declared, map, &mut keys, 0);
+                }
+                let mut unordered = std::mem::take(map);
+                for (key, (subsets, child_type)) in keys {
+                    if let Some(mut field) = unordered.shift_remove(&key) {
+                        self.reorder(&mut field, &subsets, child_type.as_deref());
+                        map.insert(key, field);
+                    }
+                }
+                // Anything the selection does not name keeps its place after the rest.
+                map.extend(unordered);
             }
+            _ => {}
+        }
+    }
+
+    fn collect(
+        &self,
+        set: &'a SelectionSet,
+        runtime: Option<&str>,
+        declared: Option<&str>,
+        object: &IndexMap<Name, Value>,
+        keys: &mut Keys<'a>,
+        depth: usize,
+    ) {
+        if depth > MAX_FRAGMENT_DEPTH {
+            return;
+        }
+        for selection in &set.items {
+            let (condition, fragment_set) = match &selection.node {
+                Selection::Field(field) => {
+                    let field = &field.node;
+                    let parent = runtime.or(declared);
+                    let child_type = parent
+                        .and_then(|p| self.order.fields.get(p))
+                        .and_then(|f| f.get(field.name.node.as_str()))
+                        .cloned();
+                    let entry = keys
+                        .entry(field.response_key().node.clone())
+                        .or_insert_with(|| (Vec::new(), child_type));
+                    entry.0.push(&field.selection_set.node);
+                    continue;
+                }
+                Selection::FragmentSpread(spread) => {
+                    let Some(fragment) = self.doc.fragments.get(&spread.node.fragment_name.node)
+                    else {
+                        continue;
+                    };
+                    let condition = fragment.node.type_condition.node.on.node.clone();
+                    (Some(condition), &fragment.node.selection_set.node)
+                }
+                Selection::InlineFragment(inline) => (
+                    inline
+                        .node
+                        .type_condition
+                        .as_ref()
+                        .map(|c| c.node.on.node.clone()),
+                    &inline.node.selection_set.node,
+                ),
+            };
+            if self.applies(
+                condition.as_deref(),
+                runtime,
+                declared,
+                fragment_set,
+                object,
+            ) {
+                self.collect(fragment_set, runtime, declared, object, keys, depth + 1);
+            }
+        }
+    }
+
+    /// Whether a fragment with `condition` shapes this object.
+    fn applies(
+        &self,
+        condition: Option<&str>,
+        runtime: Option<&str>,
+        declared: Option<&str>,
+        set: &SelectionSet,
+        object: &IndexMap<Name, Value>,
+    ) -> bool {
+        let Some(condition) = condition else {
+            return true;
+        };
+        match runtime {
+            Some(ty) if self.order.fields.contains_key(ty) => self.order.matches(condition, ty),
+            // A type the SDL does not describe (introspection): nothing to check against.
+            Some(_) => true,
+            None if Some(condition) == declared => true,
+            // An abstract field without `__typename`: the fragment matched if every field it
+            // selects came back.
+            None => set.items.iter().all(|s| match &s.node {
+                Selection::Field(f) => object.contains_key(f.node.response_key().node.as_str()),
+                _ => true,
+            }),
         }
     }
 }
@@ -86,6 +244,17 @@ fn collect<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn keys(value: &Value) -> Vec<String> {
+        match value {
+            Value::Object(map) => map.keys().map(|k| k.to_string()).collect(),
+            other => panic!("not an object: {other:?}"),
+        }
+    }
+
+    fn order() -> ResponseOrder {
+        ResponseOrder::from_sdl(&crate::graphql::sdl())
+    }
 
     #[test]
     fn objects_follow_their_selection_sets() {
@@ -99,25 +268,49 @@ mod tests {
             "z": {"id": "t", "name": "T"}
         }))
         .unwrap();
-        restore_field_order(&mut data, query, Some("Q"));
+        order().restore(&mut data, query, Some("Q"));
+        assert_eq!(keys(&data), ["z", "m", "a"]);
         let Value::Object(top) = &data else {
             panic!("object")
         };
-        let keys: Vec<&str> = top.keys().map(|k| k.as_str()).collect();
-        assert_eq!(keys, ["z", "m", "a"]);
-        let Value::Object(z) = &top["z"] else {
+        assert_eq!(keys(&top["z"]), ["name", "id"]);
+        assert_eq!(keys(&top["a"]), ["num", "id"]);
+    }
+
+    #[test]
+    fn fragments_shape_only_the_types_they_name() {
+        let query = r#"{
+            nodes(ids: ["t", "p", "i"]) {
+                ... on Issue { num id }
+                ... on Tenant { name id }
+                ...P
+            }
+            typed: nodes(ids: ["p"]) { __typename ... on Tenant { id name } ... on Project { name id } }
+        }
+        fragment P on Project { __typename name id }"#;
+        let mut data = Value::from_json(serde_json::json!({
+            "typed": [{"id": "p", "name": "P", "__typename": "Project"}],
+            "nodes": [
+                {"id": "t", "name": "T"},
+                {"id": "p", "name": "P", "__typename": "Project"},
+                {"id": "i", "num": 1}
+            ]
+        }))
+        .unwrap();
+        order().restore(&mut data, query, None);
+        let Value::Object(top) = &data else {
             panic!("object")
         };
-        assert_eq!(
-            z.keys().map(|k| k.as_str()).collect::<Vec<_>>(),
-            ["name", "id"]
-        );
-        let Value::Object(a) = &top["a"] else {
-            panic!("object")
+        assert_eq!(keys(&data), ["nodes", "typed"]);
+        let Value::List(nodes) = &top["nodes"] else {
+            panic!("list")
         };
-        assert_eq!(
-            a.keys().map(|k| k.as_str()).collect::<Vec<_>>(),
-            ["num", "id"]
-        );
+        assert_eq!(keys(&nodes[0]), ["name", "id"]);
+        assert_eq!(keys(&nodes[1]), ["__typename", "name", "id"]);
+        assert_eq!(keys(&nodes[2]), ["num", "id"]);
+        let Value::List(typed) = &top["typed"] else {
+            panic!("list")
+        };
+        assert_eq!(keys(&typed[0]), ["__typename", "name", "id"]);
     }
 }
