@@ -643,6 +643,38 @@ fn gsi_start_of(item: &Item) -> StartKey {
     }
 }
 
+/// Walks a query in pages of 2, both directions, and checks every page and continuation key:
+/// `want` is the full ascending result.
+async fn check_pages_of_two(
+    store: &DynStore,
+    index: Index,
+    partition: &str,
+    sort: SortCondition,
+    want: Vec<Item>,
+    start_of: fn(&Item) -> StartKey,
+) {
+    for forward in [true, false] {
+        let mut want = want.clone();
+        if !forward {
+            want.reverse();
+        }
+        let q = Query {
+            limit: Some(2),
+            ..query(index, partition, sort.clone(), forward)
+        };
+        let got = pages(store, &q).await;
+        let expected = if want.is_empty() {
+            vec![(vec![], None)]
+        } else {
+            pages_of_two(&want, start_of)
+        };
+        assert_eq!(got, expected, "{sort:?} forward={forward}");
+        // Every item exactly once, in order.
+        let all: Vec<Item> = got.into_iter().flat_map(|(items, _)| items).collect();
+        assert_eq!(all, want, "{sort:?} forward={forward}");
+    }
+}
+
 async fn table_pages_of_two_both_directions(backend: Backend) {
     let t = new_store(backend).await;
     let store = &t.store;
@@ -666,26 +698,8 @@ async fn table_pages_of_two_both_directions(backend: Backend) {
         (SortCondition::Gt("\u{1F600}".into()), vec![]),
     ];
     for (sort, values) in cases {
-        for forward in [true, false] {
-            let mut want = table_expected(&values);
-            if !forward {
-                want.reverse();
-            }
-            let q = Query {
-                limit: Some(2),
-                ..query(Index::Table, "P", sort.clone(), forward)
-            };
-            let got = pages(store, &q).await;
-            let expected = if want.is_empty() {
-                vec![(vec![], None)]
-            } else {
-                pages_of_two(&want, table_start_of)
-            };
-            assert_eq!(got, expected, "{sort:?} forward={forward}");
-            // Every item exactly once, in order.
-            let all: Vec<Item> = got.into_iter().flat_map(|(items, _)| items).collect();
-            assert_eq!(all, want, "{sort:?} forward={forward}");
-        }
+        let want = table_expected(&values);
+        check_pages_of_two(store, Index::Table, "P", sort, want, table_start_of).await;
     }
 }
 
@@ -712,25 +726,8 @@ async fn gsi1_pages_of_two_both_directions(backend: Backend) {
         (SortCondition::Lt("a".into()), vec![]),
     ];
     for (sort, values) in cases {
-        for forward in [true, false] {
-            let mut want = gsi_expected(&values);
-            if !forward {
-                want.reverse();
-            }
-            let q = Query {
-                limit: Some(2),
-                ..query(Index::Gsi1, "view#1", sort.clone(), forward)
-            };
-            let got = pages(store, &q).await;
-            let expected = if want.is_empty() {
-                vec![(vec![], None)]
-            } else {
-                pages_of_two(&want, gsi_start_of)
-            };
-            assert_eq!(got, expected, "{sort:?} forward={forward}");
-            let all: Vec<Item> = got.into_iter().flat_map(|(items, _)| items).collect();
-            assert_eq!(all, want, "{sort:?} forward={forward}");
-        }
+        let want = gsi_expected(&values);
+        check_pages_of_two(store, Index::Gsi1, "view#1", sort, want, gsi_start_of).await;
     }
 }
 
