@@ -547,27 +547,38 @@ async fn an_item_without_gsi1sk_is_not_in_gsi1(backend: Backend) {
 // ---------------------------------------------------------------------------------------------
 // Queries: sort conditions, byte order, paging.
 
+/// Runs one query per direction and checks it returns exactly `want` (ascending order), having
+/// read just those items and reached the end of the range.
+async fn check_whole_range(
+    store: &DynStore,
+    index: Index,
+    partition: &str,
+    sort: SortCondition,
+    want: Vec<Item>,
+) {
+    for forward in [true, false] {
+        let out = run(store, &query(index, partition, sort.clone(), forward)).await;
+        let mut want = want.clone();
+        if !forward {
+            want.reverse();
+        }
+        assert_eq!(
+            keys_of(&out.items),
+            keys_of(&want),
+            "{sort:?} forward={forward}"
+        );
+        assert_eq!(out.items, want, "{sort:?} forward={forward}");
+        assert_eq!(out.scanned, want.len(), "{sort:?} forward={forward}");
+        assert_eq!(out.last_evaluated, None, "{sort:?} forward={forward}");
+    }
+}
+
 async fn table_sort_conditions_both_directions(backend: Backend) {
     let t = new_store(backend).await;
     let store = &t.store;
     load_ordering_fixture(store).await;
     for (sort, values) in sort_cases() {
-        let expected = table_expected(&values);
-        for forward in [true, false] {
-            let out = run(store, &query(Index::Table, "P", sort.clone(), forward)).await;
-            let mut want = expected.clone();
-            if !forward {
-                want.reverse();
-            }
-            assert_eq!(
-                keys_of(&out.items),
-                keys_of(&want),
-                "{sort:?} forward={forward}"
-            );
-            assert_eq!(out.items, want, "{sort:?} forward={forward}");
-            assert_eq!(out.scanned, want.len(), "{sort:?} forward={forward}");
-            assert_eq!(out.last_evaluated, None, "{sort:?} forward={forward}");
-        }
+        check_whole_range(store, Index::Table, "P", sort, table_expected(&values)).await;
     }
     // Neighbouring partitions stay apart.
     assert_eq!(
@@ -581,22 +592,7 @@ async fn gsi1_sort_conditions_both_directions(backend: Backend) {
     let store = &t.store;
     load_ordering_fixture(store).await;
     for (sort, values) in sort_cases() {
-        let expected = gsi_expected(&values);
-        for forward in [true, false] {
-            let out = run(store, &query(Index::Gsi1, "view#1", sort.clone(), forward)).await;
-            let mut want = expected.clone();
-            if !forward {
-                want.reverse();
-            }
-            assert_eq!(
-                keys_of(&out.items),
-                keys_of(&want),
-                "{sort:?} forward={forward}"
-            );
-            assert_eq!(out.items, want, "{sort:?} forward={forward}");
-            assert_eq!(out.scanned, want.len(), "{sort:?} forward={forward}");
-            assert_eq!(out.last_evaluated, None, "{sort:?} forward={forward}");
-        }
+        check_whole_range(store, Index::Gsi1, "view#1", sort, gsi_expected(&values)).await;
     }
     // Index partitions are matched exactly, not by prefix.
     assert_eq!(
