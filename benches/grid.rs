@@ -1,5 +1,6 @@
-//! Benchmarks of the read path on the embedded store: whole grid pages through the GraphQL
-//! schema (in process, no HTTP), and the sort-string encoders on their own.
+//! Benchmarks of the read path on the embedded store: whole grid pages through the gateway
+//! (in process, no HTTP: metering, loaders, response order included), and the sort-string
+//! encoders on their own.
 //!
 //! `cargo bench --bench grid`; DynamoDB call counts are asserted exactly in the tests, this
 //! measures time only.
@@ -9,13 +10,13 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use gridgate::graphql::{build_schema, request_data};
+use gridgate::graphql::Gateway;
 use gridgate::paging::Limits;
-use gridgate::repo::Repo;
+use gridgate::repo::writes::RetryPolicy;
 use gridgate::seed::{self, Synthetic};
 use gridgate::sortkey;
 use gridgate::store::embedded::EmbeddedStore;
-use gridgate::store::{CostMeter, DynStore, Metered, Store};
+use gridgate::store::{DynStore, Store};
 
 const GRID: &str = r#"
 query Grid($p: ID!, $order: IssueOrder) {
@@ -44,15 +45,16 @@ fn grid_pages(c: &mut Criterion) {
         };
         let created = seed::synthetic(&store, params, |_| {}).await.expect("seed");
         let project = created[0].project.clone();
-        let schema = build_schema();
-        let repo = Repo::new(store.clone(), Limits::default());
-        let fields = schema
-            .execute(request_data(
-                async_graphql::Request::new(format!(
-                    r#"{{ project(id: "{project}") {{ customFields {{ id }} }} }}"#
-                )),
-                repo,
-            ))
+        let gateway = Gateway::new(
+            store.clone(),
+            Limits::default(),
+            RetryPolicy::default(),
+            None,
+        );
+        let fields = gateway
+            .execute(async_graphql::Request::new(format!(
+                r#"{{ project(id: "{project}") {{ customFields {{ id }} }} }}"#
+            )))
             .await;
         let json = serde_json::to_value(&fields.data).expect("json");
         let field = json["project"]["customFields"][1]["id"]
@@ -61,7 +63,7 @@ fn grid_pages(c: &mut Criterion) {
             .to_string();
         (store, project, field)
     });
-    let schema = build_schema();
+    let gateway = Gateway::new(store, Limits::default(), RetryPolicy::default(), None);
     let orders = [
         ("NUM", serde_json::json!({"field": "NUM"})),
         ("NAME", serde_json::json!({"field": "NAME"})),
@@ -76,11 +78,8 @@ fn grid_pages(c: &mut Criterion) {
             async_graphql::Variables::from_json(serde_json::json!({"p": project, "order": order}));
         group.bench_function(name, |b| {
             b.to_async(&rt).iter(|| async {
-                let store: DynStore = Arc::new(Metered::new(store.clone(), CostMeter::new()));
                 let request = async_graphql::Request::new(GRID).variables(variables.clone());
-                let response = schema
-                    .execute(request_data(request, Repo::new(store, Limits::default())))
-                    .await;
+                let response = gateway.execute(request).await;
                 assert!(response.errors.is_empty(), "{:?}", response.errors);
                 black_box(response)
             })

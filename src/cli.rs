@@ -1,14 +1,16 @@
-//! The command line: `serve`, `table create`, `seed` and `schema`, each flag also read from a
-//! `GRIDGATE_*` environment variable.
+//! The command line: `serve`, `table create`, `seed`, `verify`, `reindex` and `schema`, each
+//! flag also read from a `GRIDGATE_*` environment variable.
 
 use std::net::SocketAddr;
 
 use clap::builder::BoolishValueParser;
 use clap::{Args, Parser, Subcommand};
 
+use crate::app::{self, Settings};
 use crate::config::StoreConfig;
-use crate::http::{self, AppState};
+use crate::ids::ProjectId;
 use crate::paging::Limits;
+use crate::repo::verify;
 use crate::seed::{self, Synthetic};
 
 /// Default of `--max-filtered-reads` (the same as [`Limits::default`]).
@@ -36,8 +38,23 @@ pub enum Command {
     },
     /// Load data into the store.
     Seed(SeedArgs),
+    /// Re-derive every index row and GSI1SK from the source rows and print each mismatch;
+    /// exits non-zero when there is any.
+    Verify(CheckArgs),
+    /// Rewrite the derived rows (index rows, GSI1SK) from the source rows; idempotent, so an
+    /// interrupted run is finished by running it again.
+    Reindex(CheckArgs),
     /// Print the GraphQL schema (SDL).
     Schema,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub store: StoreConfig,
+    /// Only this project (default: the whole table).
+    #[arg(long)]
+    pub project: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -118,6 +135,32 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             Ok(())
         }
         Command::Seed(args) => seed_command(args).await,
+        Command::Verify(args) => {
+            let (store, project) = check_target(&args).await?;
+            let found = verify::verify(&store, project.as_ref()).await?;
+            for mismatch in &found {
+                println!("{mismatch}");
+            }
+            eprintln!("{} mismatches", found.len());
+            if found.is_empty() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{} derived rows do not match their source rows",
+                    found.len()
+                )
+                .into())
+            }
+        }
+        Command::Reindex(args) => {
+            let (store, project) = check_target(&args).await?;
+            let fixed = verify::reindex(&store, project.as_ref()).await?;
+            for mismatch in &fixed {
+                println!("repaired {mismatch}");
+            }
+            eprintln!("{} derived rows repaired", fixed.len());
+            Ok(())
+        }
         Command::Schema => {
             print!("{}", crate::graphql::sdl());
             Ok(())
@@ -147,6 +190,18 @@ async fn create_table_when_reachable(store: &dyn crate::store::Store) -> Result<
     }
 }
 
+async fn check_target(
+    args: &CheckArgs,
+) -> Result<(crate::store::DynStore, Option<ProjectId>), CliError> {
+    let project = args
+        .project
+        .as_deref()
+        .map(ProjectId::parse)
+        .transpose()
+        .map_err(|e| format!("--project: {e}"))?;
+    Ok((args.store.open().await?, project))
+}
+
 async fn serve(args: ServeArgs) -> Result<(), CliError> {
     let store = args.store.open().await?;
     if !args.no_demo && seed::demo_if_missing(&store).await? {
@@ -156,10 +211,15 @@ async fn serve(args: ServeArgs) -> Result<(), CliError> {
     let addr = listener.local_addr()?;
     tracing::info!(%addr, store = store.name(), "serving GraphQL at http://{addr}/graphql");
     eprintln!("gridgate listening on http://{addr}/graphql");
-    let limits = Limits {
-        max_filtered_reads: args.max_filtered_reads as usize,
+    let settings = Settings {
+        limits: Limits {
+            max_filtered_reads: args.max_filtered_reads as usize,
+        },
+        ..Settings::default()
     };
-    http::serve(listener, AppState::new(store, limits), shutdown_signal()).await?;
+    app::build(store, settings)
+        .serve(listener, shutdown_signal())
+        .await?;
     Ok(())
 }
 

@@ -49,6 +49,11 @@ impl StoreConfig {
     /// production tables is an operator's decision, not a side effect of starting a server.
     pub async fn open(&self) -> Result<DynStore, StoreError> {
         match self.store {
+            StoreKind::Embedded if self.endpoint.is_some() => Err(StoreError::Invalid(
+                "--endpoint (GRIDGATE_ENDPOINT) only applies to --store dynamodb; the embedded \
+                 store keeps its data under --data-dir"
+                    .into(),
+            )),
             StoreKind::Embedded => {
                 let store = EmbeddedStore::open(&self.data_dir, &self.table)?;
                 store.ensure_table().await?;

@@ -14,7 +14,7 @@ use crate::keys;
 use crate::model::{
     CustomField, FieldType, FieldValue, Issue, IssueState, Project, Tenant, ValueError,
 };
-use crate::store::{AttributeValue, Item};
+use crate::store::{AttributeValue, Item, Key};
 
 /// `Type` attribute values.
 pub mod types {
@@ -25,6 +25,8 @@ pub mod types {
     pub const ISSUE: &str = "Issue";
     pub const FIELD_VALUE: &str = "FieldValue";
     pub const ISSUE_SORT: &str = "IssueSort";
+    pub const MUTATION: &str = "MutationRecord";
+    pub const SWEEP: &str = "Sweep";
 }
 
 /// An item that could not be read as the entity it claims to be.
@@ -71,13 +73,27 @@ struct ProjectItem {
     pk: String,
     #[serde(rename = "SK")]
     sk: String,
-    #[serde(rename = "GSI1SK")]
-    gsi1sk: String,
+    /// Absent on a deleted project, so it leaves its tenant's list.
+    #[serde(rename = "GSI1SK", default, skip_serializing_if = "Option::is_none")]
+    gsi1sk: Option<String>,
     #[serde(rename = "Type")]
     kind: String,
     name: String,
     next_issue_num: u32,
     version: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    fields_version: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    deleted: Option<u64>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Rows written before versions existed (or by other tools) read as version 1.
+fn first_version() -> u64 {
+    1
 }
 
 #[derive(Serialize, Deserialize)]
@@ -92,6 +108,10 @@ struct CustomFieldItem {
     name: String,
     field_type: String,
     position: u32,
+    #[serde(default = "first_version")]
+    version: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    deleted: Option<u64>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -113,8 +133,10 @@ struct IssueItem {
     pk: String,
     #[serde(rename = "SK")]
     sk: String,
-    #[serde(rename = "GSI1SK")]
-    gsi1sk: String,
+    /// Always written; read as optional because source rows written by other tools may lack
+    /// it until `reindex` derives it.
+    #[serde(rename = "GSI1SK", default, skip_serializing_if = "Option::is_none")]
+    gsi1sk: Option<String>,
     #[serde(rename = "Type")]
     kind: String,
     num: u32,
@@ -210,11 +232,13 @@ pub fn project_item(project: &Project) -> Item {
     to_item(&ProjectItem {
         pk: key.pk,
         sk: key.sk,
-        gsi1sk: keys::project_sort(&project.name, &project.id),
+        gsi1sk: (!project.deleted).then(|| keys::project_sort(&project.name, &project.id)),
         kind: types::PROJECT.into(),
         name: project.name.clone(),
         next_issue_num: project.next_issue_num,
         version: project.version,
+        fields_version: project.fields_version,
+        deleted: project.deleted.then_some(1),
     })
 }
 
@@ -229,6 +253,8 @@ pub fn decode_project(item: &Item) -> Result<Project, ItemError> {
         name: raw.name,
         next_issue_num: raw.next_issue_num,
         version: raw.version,
+        fields_version: raw.fields_version,
+        deleted: raw.deleted.is_some(),
     })
 }
 
@@ -244,6 +270,8 @@ pub fn field_items(field: &CustomField) -> [Item; 2] {
             name: field.name.clone(),
             field_type: field.field_type.as_str().into(),
             position: field.position,
+            version: field.version,
+            deleted: field.deleted.then_some(1),
         }),
         to_item(&FieldLookupItem {
             pk: lookup.pk,
@@ -267,6 +295,8 @@ pub fn decode_field(item: &Item) -> Result<CustomField, ItemError> {
             ItemError::new(item, E, format!("unknown FieldType {}", raw.field_type))
         })?,
         position: raw.position,
+        version: raw.version,
+        deleted: raw.deleted.is_some(),
     })
 }
 
@@ -298,7 +328,7 @@ fn issue_item(issue: &Issue) -> Item {
     to_item(&IssueItem {
         pk: key.pk,
         sk: key.sk,
-        gsi1sk: keys::issue_sort(issue.num),
+        gsi1sk: Some(keys::issue_sort(issue.num)),
         kind: types::ISSUE.into(),
         num: issue.num,
         name: issue.name.clone(),
@@ -411,6 +441,246 @@ pub fn decode_issue(item: &Item) -> Result<Issue, ItemError> {
     })
 }
 
+/// The table key of an item, when it has one.
+pub fn item_key(item: &Item) -> Option<Key> {
+    let text = |name: &str| match item.get(name) {
+        Some(AttributeValue::S(s)) => Some(s.clone()),
+        _ => None,
+    };
+    Some(Key::new(text(PK_ATTR)?, text(SK_ATTR)?))
+}
+
+const PK_ATTR: &str = "PK";
+const SK_ATTR: &str = "SK";
+/// Attributes of the rows this module writes that other modules name in conditions and
+/// updates; spelled here only.
+pub mod attrs {
+    pub const NAME: &str = "Name";
+    pub const VERSION: &str = "Version";
+    pub const NEXT_ISSUE_NUM: &str = "NextIssueNum";
+    pub const FIELDS_VERSION: &str = "FieldsVersion";
+    pub const DELETED: &str = "Deleted";
+    pub const GSI1SK: &str = "GSI1SK";
+    pub const POSITION: &str = "Position";
+    pub const EXPIRES_AT: &str = "ExpiresAt";
+    pub const LEASE_OWNER: &str = "LeaseOwner";
+    pub const LEASE_EXPIRES: &str = "LeaseExpires";
+}
+
+/// The puts and deletes that turn one set of derived rows into another.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RowChanges {
+    /// Rows that are new or differ from their old version.
+    pub puts: Vec<Item>,
+    /// Keys of old rows that the new set no longer has.
+    pub deletes: Vec<Key>,
+}
+
+impl RowChanges {
+    pub fn len(&self) -> usize {
+        self.puts.len() + self.deletes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.puts.is_empty() && self.deletes.is_empty()
+    }
+}
+
+/// Compares an entity's old and new rows (as [`issue_items`] derives them) by key: rows that
+/// are unchanged are left alone, so a cell edit touches only its own value row and the issue.
+pub fn diff_rows(old: &[Item], new: &[Item]) -> RowChanges {
+    let old_by_key: HashMap<Key, &Item> = old
+        .iter()
+        .filter_map(|item| Some((item_key(item)?, item)))
+        .collect();
+    let new_keys: std::collections::HashSet<Key> = new.iter().filter_map(item_key).collect();
+    let puts = new
+        .iter()
+        .filter(|item| {
+            item_key(item).is_none_or(|key| old_by_key.get(&key).is_none_or(|o| *o != *item))
+        })
+        .cloned()
+        .collect();
+    let mut deletes: Vec<Key> = old_by_key
+        .into_keys()
+        .filter(|key| !new_keys.contains(key))
+        .collect();
+    deletes.sort();
+    RowChanges { puts, deletes }
+}
+
+/// What a mutation recorded under its `clientMutationId`, so a retry returns the first
+/// result instead of applying twice.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MutationRecord {
+    /// The mutation's field name, e.g. `createIssue`.
+    pub mutation: String,
+    /// The id of the node the mutation wrote (or deleted).
+    pub result: String,
+    /// Unix seconds after which the record no longer counts (and DynamoDB's TTL may drop it).
+    pub expires_at: i64,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct MutationRecordItem {
+    #[serde(rename = "PK")]
+    pk: String,
+    #[serde(rename = "SK")]
+    sk: String,
+    #[serde(rename = "Type")]
+    kind: String,
+    mutation: String,
+    result: String,
+    expires_at: i64,
+}
+
+pub fn mutation_record_item(key: &Key, record: &MutationRecord) -> Item {
+    to_item(&MutationRecordItem {
+        pk: key.pk.clone(),
+        sk: key.sk.clone(),
+        kind: types::MUTATION.into(),
+        mutation: record.mutation.clone(),
+        result: record.result.clone(),
+        expires_at: record.expires_at,
+    })
+}
+
+pub fn decode_mutation_record(item: &Item) -> Result<MutationRecord, ItemError> {
+    const E: &str = "mutation record";
+    check_type(item, types::MUTATION, E)?;
+    let raw: MutationRecordItem = from_item(item, E)?;
+    Ok(MutationRecord {
+        mutation: raw.mutation,
+        result: raw.result,
+        expires_at: raw.expires_at,
+    })
+}
+
+/// What a sweep removes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SweepTarget {
+    /// A deleted custom field's cells and index rows, then its definition and lookup rows.
+    Field { project: ProjectId, field: FieldId },
+    /// Every row of a deleted project: its issues with their index rows, its fields, itself.
+    Project {
+        project: ProjectId,
+        tenant: TenantId,
+    },
+    /// The rows of a deleted issue that did not fit in the deleting transaction.
+    Issue { project: ProjectId, issue: IssueId },
+}
+
+impl SweepTarget {
+    /// The id of the deleted entity, which also names the job.
+    pub fn target_id(&self) -> &str {
+        match self {
+            SweepTarget::Field { field, .. } => field.as_str(),
+            SweepTarget::Project { project, .. } => project.as_str(),
+            SweepTarget::Issue { issue, .. } => issue.as_str(),
+        }
+    }
+}
+
+/// A pending sweep and who holds its lease.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SweepJob {
+    pub target: SweepTarget,
+    /// When the job was created (its place in the job list).
+    pub created: String,
+    pub lease_owner: Option<String>,
+    /// Unix milliseconds at which the lease lapses.
+    pub lease_expires: Option<i64>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct SweepItem {
+    #[serde(rename = "PK")]
+    pk: String,
+    #[serde(rename = "SK")]
+    sk: String,
+    #[serde(rename = "GSI1SK")]
+    gsi1sk: String,
+    #[serde(rename = "Type")]
+    kind: String,
+    target_kind: String,
+    target: String,
+    project: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tenant: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    lease_owner: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    lease_expires: Option<i64>,
+}
+
+pub fn sweep_item(job: &SweepJob) -> Item {
+    let key = keys::sweep(job.target.target_id());
+    let (kind, project, tenant) = match &job.target {
+        SweepTarget::Field { project, .. } => ("field", project, None),
+        SweepTarget::Project { project, tenant } => ("project", project, Some(tenant.to_string())),
+        SweepTarget::Issue { project, .. } => ("issue", project, None),
+    };
+    to_item(&SweepItem {
+        pk: key.pk,
+        sk: key.sk,
+        gsi1sk: job.created.clone(),
+        kind: types::SWEEP.into(),
+        target_kind: kind.into(),
+        target: job.target.target_id().to_string(),
+        project: project.to_string(),
+        tenant,
+        lease_owner: job.lease_owner.clone(),
+        lease_expires: job.lease_expires,
+    })
+}
+
+pub fn decode_sweep(item: &Item) -> Result<SweepJob, ItemError> {
+    const E: &str = "sweep job";
+    check_type(item, types::SWEEP, E)?;
+    let raw: SweepItem = from_item(item, E)?;
+    let bad = |e: crate::ids::IdError| ItemError::new(item, E, e.to_string());
+    let project = ProjectId::parse(&raw.project).map_err(bad)?;
+    let target = match raw.target_kind.as_str() {
+        "field" => SweepTarget::Field {
+            project,
+            field: FieldId::parse(&raw.target).map_err(bad)?,
+        },
+        "project" => SweepTarget::Project {
+            project,
+            tenant: TenantId::parse(raw.tenant.as_deref().unwrap_or_default()).map_err(bad)?,
+        },
+        "issue" => SweepTarget::Issue {
+            project,
+            issue: IssueId::parse(&raw.target).map_err(bad)?,
+        },
+        other => {
+            return Err(ItemError::new(
+                item,
+                E,
+                format!("unknown target kind {other}"),
+            ))
+        }
+    };
+    Ok(SweepJob {
+        target,
+        created: raw.gsi1sk,
+        lease_owner: raw.lease_owner,
+        lease_expires: raw.lease_expires,
+    })
+}
+
+/// The attribute value of a field value as stored (`N` for numbers, `S` otherwise).
+pub fn stored_value(value: &FieldValue) -> AttributeValue {
+    value_attribute(value)
+}
+
+/// The attribute value of a count or version.
+pub fn number(n: u64) -> AttributeValue {
+    AttributeValue::N(n.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -423,6 +693,8 @@ mod tests {
             name: "Start".into(),
             field_type: FieldType::Date,
             position: 1,
+            version: 1,
+            deleted: false,
         };
         let items = CustomField {
             id: FieldId::parse("xattrib-3fe6").unwrap(),
@@ -430,6 +702,8 @@ mod tests {
             name: "Num Items".into(),
             field_type: FieldType::Int,
             position: 3,
+            version: 1,
+            deleted: false,
         };
         let mut values = BTreeMap::new();
         values.insert(start.id.clone(), "2023-05-01".to_string());
@@ -510,6 +784,8 @@ mod tests {
             name: "Forth Rail Bridge".into(),
             next_issue_num: 4,
             version: 1,
+            fields_version: 2,
+            deleted: true,
         };
         assert_eq!(decode_project(&project_item(&p)).unwrap(), p);
         let (_, fields) = sample_issue();

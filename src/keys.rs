@@ -57,6 +57,20 @@ pub fn state_row(issue: &IssueId, project: &ProjectId) -> Key {
     Key::new(issue.as_str(), state_partition(project))
 }
 
+/// The record of a mutation by its client's `clientMutationId` (see `repo::writes`).
+pub fn mutation_record(client_mutation_id: &str) -> Key {
+    let pk = format!("mutation#{client_mutation_id}");
+    Key::new(pk.clone(), pk)
+}
+
+/// `GSI1` partition (and table `SK`) of the pending sweep jobs.
+pub const SWEEPS_PARTITION: &str = "sweeps";
+
+/// A sweep job, named after the deleted entity.
+pub fn sweep(target_id: &str) -> Key {
+    Key::new(format!("sweep#{target_id}"), SWEEPS_PARTITION)
+}
+
 /// `GSI1` partition holding a tenant's projects, by name.
 pub fn projects_partition(tenant: &TenantId) -> String {
     tenant.as_str().to_string()

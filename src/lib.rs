@@ -1,6 +1,7 @@
 //! gridgate: a GraphQL gateway serving sorted, paged database grid views out of one DynamoDB
 //! table. See ARCHITECTURE.md for the map.
 
+pub mod app;
 pub mod cli;
 pub mod config;
 pub mod graphql;

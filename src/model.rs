@@ -23,8 +23,14 @@ pub struct Project {
     pub name: String,
     /// The num the next created issue gets.
     pub next_issue_num: u32,
-    /// Optimistic-concurrency version, bumped by every write of the project item.
+    /// Optimistic-concurrency version, bumped by every change of the project's own
+    /// attributes (its name); creating issues or fields does not bump it.
     pub version: u64,
+    /// Bumped whenever a custom field is created or deleted, so a cell write can check in the
+    /// same transaction that the fields it validated against are still the project's.
+    pub fields_version: u64,
+    /// Set when the project was deleted and its rows await the sweep: it is gone for the API.
+    pub deleted: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,6 +40,10 @@ pub struct CustomField {
     pub name: String,
     pub field_type: FieldType,
     pub position: u32,
+    /// Bumped by every change of the field row.
+    pub version: u64,
+    /// Set when the field was deleted and its cells await the sweep: it is gone for the API.
+    pub deleted: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -56,7 +66,11 @@ pub struct Issue {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProjectData {
     pub project: Project,
+    /// The live fields, by position.
     pub fields: Vec<CustomField>,
+    /// Deleted fields whose cells a sweep is still removing: invisible to the API, but their
+    /// types still derive (and so remove) their index rows.
+    pub retired: Vec<CustomField>,
 }
 
 impl ProjectData {

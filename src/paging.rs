@@ -382,6 +382,7 @@ pub async fn fetch(
                 limit: Some(limit as u32),
                 start: start.clone(),
                 filter: segment.filter.clone(),
+                consistent: false,
             };
             let out = store.query(&query).await;
             if segment.filter.is_some() {

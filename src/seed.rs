@@ -47,6 +47,8 @@ pub fn demo_items() -> Result<Vec<Item>, SeedError> {
         name: "Forth Rail Bridge".into(),
         next_issue_num: 4,
         version: 1,
+        fields_version: 0,
+        deleted: false,
     };
     let news = Project {
         id: id(ProjectId::parse("project-7b7e"))?,
@@ -54,6 +56,8 @@ pub fn demo_items() -> Result<Vec<Item>, SeedError> {
         name: "The Daily News".into(),
         next_issue_num: 3,
         version: 1,
+        fields_version: 0,
+        deleted: false,
     };
     let field = |part: &str, name: &str, field_type, position| -> Result<CustomField, SeedError> {
         Ok(CustomField {
@@ -62,6 +66,8 @@ pub fn demo_items() -> Result<Vec<Item>, SeedError> {
             name: name.into(),
             field_type,
             position,
+            version: 1,
+            deleted: false,
         })
     };
     let fields = vec![
@@ -246,6 +252,8 @@ pub async fn synthetic(
             ),
             next_issue_num: params.issues + 1,
             version: 1,
+            fields_version: 0,
+            deleted: false,
         };
         let types = [
             FieldType::Text,
@@ -262,6 +270,8 @@ pub async fn synthetic(
                     name: format!("{} {}", field_type.as_str(), i + 1),
                     field_type,
                     position: i + 1,
+                    version: 1,
+                    deleted: false,
                 }
             })
             .collect();

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use gridgate::paging::Limits;
 use gridgate::store::{
     AttributeValue, BatchGetOutput, DynStore, GetOutput, Item, Key, Query, QueryOutput, Store,
-    StoreError, WriteOp,
+    StoreError, WriteOp, WriteOutput,
 };
 use serde_json::json;
 use support::app::{Backend, TestApp, TestStore};
@@ -60,7 +60,25 @@ impl Store for FaultyStore {
         self.inner.query(query).await
     }
 
-    async fn transact_write(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {
+    async fn get_consistent(&self, key: &Key) -> Result<GetOutput, StoreError> {
+        if self.fail.load(Ordering::SeqCst) {
+            return Err(StoreError::Unavailable("SECRET connection detail".into()));
+        }
+        self.inner.get_consistent(key).await
+    }
+
+    async fn scan(
+        &self,
+        start: Option<&Key>,
+        limit: Option<u32>,
+    ) -> Result<gridgate::store::ScanOutput, StoreError> {
+        self.inner.scan(start, limit).await
+    }
+
+    async fn transact_write(&self, ops: Vec<WriteOp>) -> Result<WriteOutput, StoreError> {
+        if self.fail.load(Ordering::SeqCst) {
+            return Err(StoreError::Unavailable("SECRET connection detail".into()));
+        }
         self.inner.transact_write(ops).await
     }
 

@@ -414,6 +414,8 @@ async fn nearly_full_column(app: &TestApp, issues: u32, empty: &[u32]) -> (Strin
         name: "Nearly full".into(),
         next_issue_num: issues + 1,
         version: 1,
+        fields_version: 0,
+        deleted: false,
     };
     let field = CustomField {
         id: FieldId::generate(),
@@ -421,6 +423,8 @@ async fn nearly_full_column(app: &TestApp, issues: u32, empty: &[u32]) -> (Strin
         name: "Estimate".into(),
         field_type: FieldType::Int,
         position: 1,
+        version: 1,
+        deleted: false,
     };
     let mut all = vec![items::tenant_item(&tenant), items::project_item(&project)];
     all.extend(items::field_items(&field));

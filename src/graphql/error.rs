@@ -7,7 +7,41 @@ use async_graphql::ErrorExtensions;
 
 use crate::ids::IdError;
 use crate::paging::PagingError;
+use crate::repo::writes::WriteError;
 use crate::repo::RepoError;
+
+/// Every `extensions.code` a client can see, spelled once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorCode {
+    /// The request's arguments or input are wrong.
+    BadUserInput,
+    /// The node to change does not exist.
+    NotFound,
+    /// The data changed under a write (stale `expectedVersion`, or contention).
+    Conflict,
+    /// The store could not answer.
+    StoreUnavailable,
+    /// The query does not parse or validate against the schema.
+    GraphqlValidationFailed,
+    /// The HTTP request is not a GraphQL request (bad body, mutation over GET).
+    BadRequest,
+    /// A bug or corrupt data.
+    InternalServerError,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::BadUserInput => "BAD_USER_INPUT",
+            ErrorCode::NotFound => "NOT_FOUND",
+            ErrorCode::Conflict => "CONFLICT",
+            ErrorCode::StoreUnavailable => "STORE_UNAVAILABLE",
+            ErrorCode::GraphqlValidationFailed => "GRAPHQL_VALIDATION_FAILED",
+            ErrorCode::BadRequest => "BAD_REQUEST",
+            ErrorCode::InternalServerError => "INTERNAL_SERVER_ERROR",
+        }
+    }
+}
 
 /// An error as clients see it. Causes from lower layers are logged where they are converted
 /// (see the `From` impls), and only a safe message goes out.
@@ -19,6 +53,11 @@ use crate::repo::RepoError;
 pub enum ApiError {
     /// The request's arguments are wrong; the message says how to fix them.
     BadUserInput(String),
+    /// The node a mutation names does not exist.
+    NotFound(String),
+    /// The write lost to another: `retryable` when retrying as is may succeed (contention),
+    /// not when the client must read again first (a stale `expectedVersion`).
+    Conflict { message: String, retryable: bool },
     /// The store could not answer; retrying later may succeed.
     StoreUnavailable,
     /// A bug or corrupt data; details are in the server log.
@@ -29,25 +68,48 @@ impl ApiError {
     /// The message clients see.
     pub fn message(&self) -> &str {
         match self {
-            ApiError::BadUserInput(m) => m,
+            ApiError::BadUserInput(m) | ApiError::NotFound(m) => m,
+            ApiError::Conflict { message, .. } => message,
             ApiError::StoreUnavailable => "the data store is unavailable, please retry later",
             ApiError::Internal => "internal error",
         }
     }
 
     /// The stable code clients match on, in `extensions.code`.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            ApiError::BadUserInput(_) => "BAD_USER_INPUT",
-            ApiError::StoreUnavailable => "STORE_UNAVAILABLE",
-            ApiError::Internal => "INTERNAL_SERVER_ERROR",
+            ApiError::BadUserInput(_) => ErrorCode::BadUserInput,
+            ApiError::NotFound(_) => ErrorCode::NotFound,
+            ApiError::Conflict { .. } => ErrorCode::Conflict,
+            ApiError::StoreUnavailable => ErrorCode::StoreUnavailable,
+            ApiError::Internal => ErrorCode::InternalServerError,
         }
     }
 }
 
 impl ErrorExtensions for ApiError {
     fn extend(&self) -> async_graphql::Error {
-        async_graphql::Error::new(self.message()).extend_with(|_, e| e.set("code", self.code()))
+        async_graphql::Error::new(self.message()).extend_with(|_, e| {
+            e.set("code", self.code().as_str());
+            if let ApiError::Conflict { retryable, .. } = self {
+                e.set("retryable", *retryable);
+            }
+        })
+    }
+}
+
+impl From<WriteError> for ApiError {
+    fn from(e: WriteError) -> Self {
+        match e {
+            WriteError::Repo(e) => ApiError::from(&e),
+            WriteError::Invalid { field, message } => {
+                ApiError::BadUserInput(format!("input.{field}: {message}"))
+            }
+            WriteError::NotFound(message) => ApiError::NotFound(message),
+            WriteError::Conflict { message, retryable } => {
+                ApiError::Conflict { message, retryable }
+            }
+        }
     }
 }
 

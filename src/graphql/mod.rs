@@ -3,31 +3,34 @@
 //! This layer never builds table keys or touches a store directly: it validates arguments,
 //! calls the request's loaders and repo, and maps failures to [`ApiError`] codes.
 
+mod context;
 pub mod error;
+mod mutation;
 mod order;
 pub mod types;
 
-use async_graphql::{Context, EmptyMutation, EmptySubscription, Object, Schema, ID};
+use async_graphql::{Context, EmptySubscription, Object, Schema, ID};
 
+pub use context::Gateway;
 pub use error::ApiError;
 use error::ApiResult;
+pub use mutation::MutationRoot;
 pub use order::ResponseOrder;
 use types::{loader, project_data, CustomField, Issue, Node, Project, Tenant};
 
 use crate::ids::{FieldId, IssueId, NodeId, ProjectId};
-use crate::loaders::{Loaders, RequestLoader};
-use crate::repo::Repo;
 
 /// The most ids one `nodes` call may ask for.
 pub const MAX_NODES: usize = 100;
 /// The deepest query accepted; grids need about 6 levels, the margin is for exploration.
 pub const MAX_DEPTH: usize = 16;
 
-pub type GridSchema = Schema<QueryRoot, EmptyMutation, EmptySubscription>;
+pub type GridSchema = Schema<QueryRoot, MutationRoot, EmptySubscription>;
 
-/// Builds the schema. Per-request data (the repo and loaders) is attached by [`request_data`].
+/// Builds the schema. Per-request data (repo, writes, loaders) is attached by
+/// [`Gateway::execute`].
 pub fn build_schema() -> GridSchema {
-    Schema::build(QueryRoot, EmptyMutation, EmptySubscription)
+    Schema::build(QueryRoot, MutationRoot, EmptySubscription)
         .limit_depth(MAX_DEPTH)
         .finish()
 }
@@ -35,12 +38,6 @@ pub fn build_schema() -> GridSchema {
 /// The schema in SDL, as committed in `schema.graphql`.
 pub fn sdl() -> String {
     build_schema().sdl()
-}
-
-/// Attaches one request's repo and a fresh loader (never shared between requests).
-pub fn request_data(request: async_graphql::Request, repo: Repo) -> async_graphql::Request {
-    let loader: RequestLoader = Loaders::for_request(repo.clone());
-    request.data(repo).data(loader)
 }
 
 /// The entry points of the read API.
@@ -91,8 +88,7 @@ impl QueryRoot {
     /// An issue by id; null when there is none.
     async fn issue(&self, ctx: &Context<'_>, id: ID) -> ApiResult<Option<Issue>> {
         let id = IssueId::parse(&id).map_err(ApiError::from)?;
-        let issue = loader(ctx)?.load_one(id).await.map_err(ApiError::from)?;
-        Ok(issue.map(Issue))
+        Ok(load_issue(ctx, id).await?)
     }
 }
 
@@ -103,9 +99,20 @@ async fn load_node(ctx: &Context<'_>, id: NodeId) -> Result<Option<Node>, ApiErr
         NodeId::Project(id) => project_data(ctx, &id)
             .await?
             .map(|d| Node::Project(Project(d.project))),
-        NodeId::Issue(id) => loader.load_one(id).await?.map(|i| Node::Issue(Issue(i))),
+        NodeId::Issue(id) => load_issue(ctx, id).await?.map(Node::Issue),
         NodeId::Field(id) => load_field(ctx, &id).await?.map(Node::CustomField),
     })
+}
+
+/// An issue by id alone; null when there is none, or when its project was deleted (its rows
+/// await their sweep).
+async fn load_issue(ctx: &Context<'_>, id: IssueId) -> Result<Option<Issue>, ApiError> {
+    let Some(issue) = loader(ctx)?.load_one(id).await? else {
+        return Ok(None);
+    };
+    Ok(project_data(ctx, &issue.project)
+        .await?
+        .map(|_| Issue(issue)))
 }
 
 /// A custom field by id: its lookup item names the project, whose partition holds the field.

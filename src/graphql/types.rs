@@ -123,6 +123,12 @@ impl Project {
         &self.0.name
     }
 
+    /// Bumped by every change of the project's own attributes (its name); pass it as
+    /// `expectedVersion` to make an update conditional.
+    async fn version(&self) -> i32 {
+        clamp_version(self.0.version)
+    }
+
     async fn tenant(&self, ctx: &Context<'_>) -> ApiResult<Tenant> {
         let tenant: Option<model::Tenant> = loader(ctx)?
             .load_one(self.0.tenant.clone())
@@ -240,6 +246,11 @@ impl CustomField {
         clamp_i32(self.0.position)
     }
 
+    /// Bumped by every change of the field (name, position).
+    async fn version(&self) -> i32 {
+        clamp_version(self.0.version)
+    }
+
     async fn project(&self, ctx: &Context<'_>) -> ApiResult<Project> {
         Ok(Project(
             referenced_project(ctx, &self.0.project).await?.project,
@@ -248,6 +259,10 @@ impl CustomField {
 }
 
 fn clamp_i32(n: u32) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
+}
+
+fn clamp_version(n: u64) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
 }
 
@@ -273,6 +288,12 @@ impl Issue {
 
     async fn state(&self) -> IssueState {
         self.0.state.into()
+    }
+
+    /// Bumped by every change of the issue (name, state, cells); pass it as
+    /// `expectedVersion` to make an update conditional.
+    async fn version(&self) -> i32 {
+        clamp_version(self.0.version)
     }
 
     async fn project(&self, ctx: &Context<'_>) -> ApiResult<Project> {
@@ -354,6 +375,17 @@ pub enum CustomFieldType {
     Date,
 }
 
+impl From<CustomFieldType> for model::FieldType {
+    fn from(t: CustomFieldType) -> Self {
+        match t {
+            CustomFieldType::Text => model::FieldType::Text,
+            CustomFieldType::Int => model::FieldType::Int,
+            CustomFieldType::Number => model::FieldType::Number,
+            CustomFieldType::Date => model::FieldType::Date,
+        }
+    }
+}
+
 impl From<model::FieldType> for CustomFieldType {
     fn from(t: model::FieldType) -> Self {
         match t {
@@ -370,6 +402,15 @@ impl From<model::FieldType> for CustomFieldType {
 pub enum IssueState {
     Open,
     Closed,
+}
+
+impl From<IssueState> for model::IssueState {
+    fn from(s: IssueState) -> Self {
+        match s {
+            IssueState::Open => model::IssueState::Open,
+            IssueState::Closed => model::IssueState::Closed,
+        }
+    }
 }
 
 impl From<model::IssueState> for IssueState {

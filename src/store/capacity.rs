@@ -3,7 +3,11 @@
 //! Rules (eventually consistent reads, as every gridgate read is): an item's size is the sum of
 //! its attribute names and values; a Query sums the sizes of all items it read (before any
 //! filter) and rounds the total up to 4 KB; BatchGetItem rounds each item up to 4 KB on its own.
-//! One 4 KB unit costs 0.5 RCU.
+//! One 4 KB unit costs 0.5 RCU, or 1 RCU when strongly consistent.
+//!
+//! Writes: an item costs 1 WCU per started 1 KB, counting the larger of its size before and
+//! after the write (a delete counts the item it removed, at least 1 WCU); inside
+//! TransactWriteItems every operation, condition checks included, costs twice that.
 
 use std::ops::{Add, AddAssign};
 use std::str::FromStr;
@@ -18,17 +22,47 @@ pub const READ_UNIT_BYTES: usize = 4096;
 /// Cost of one read unit with eventually consistent reads.
 const EVENTUAL_RCU_PER_UNIT: f64 = 0.5;
 
-/// Consumed read capacity units of one or more calls.
+/// Size of one write unit.
+pub const WRITE_UNIT_BYTES: usize = 1024;
+
+/// Consumed read and write capacity units of one or more calls.
 #[derive(Clone, Copy, Debug, Default, PartialEq, PartialOrd)]
 pub struct Capacity {
     pub read_units: f64,
+    pub write_units: f64,
 }
 
 impl Capacity {
-    pub const ZERO: Capacity = Capacity { read_units: 0.0 };
+    pub const ZERO: Capacity = Capacity {
+        read_units: 0.0,
+        write_units: 0.0,
+    };
 
     pub fn read(read_units: f64) -> Self {
-        Capacity { read_units }
+        Capacity {
+            read_units,
+            write_units: 0.0,
+        }
+    }
+
+    pub fn write(write_units: f64) -> Self {
+        Capacity {
+            read_units: 0.0,
+            write_units,
+        }
+    }
+
+    /// What a strongly consistent read of items totalling `bytes` costs (GetItem, or a
+    /// consistent Query): 1 RCU per started 4 KB, at least one.
+    pub fn for_consistent_bytes(bytes: usize) -> Self {
+        Capacity::read(units(bytes).max(1) as f64)
+    }
+
+    /// What one operation of a write costs, given the sizes of the item before and after
+    /// (0 when absent), inside a transaction or not.
+    pub fn for_write(before: usize, after: usize, transactional: bool) -> Self {
+        let units = before.max(after).div_ceil(WRITE_UNIT_BYTES).max(1) as f64;
+        Capacity::write(if transactional { 2.0 * units } else { units })
     }
 
     /// What a Query that read items totalling `bytes` costs. DynamoDB charges at least one
@@ -47,13 +81,17 @@ impl Capacity {
 impl Add for Capacity {
     type Output = Capacity;
     fn add(self, rhs: Capacity) -> Capacity {
-        Capacity::read(self.read_units + rhs.read_units)
+        Capacity {
+            read_units: self.read_units + rhs.read_units,
+            write_units: self.write_units + rhs.write_units,
+        }
     }
 }
 
 impl AddAssign for Capacity {
     fn add_assign(&mut self, rhs: Capacity) {
         self.read_units += rhs.read_units;
+        self.write_units += rhs.write_units;
     }
 }
 

@@ -23,14 +23,15 @@ use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, CancellationReason, ConditionCheck, ConsumedCapacity, Delete,
     GlobalSecondaryIndex, IndexStatus, KeySchemaElement, KeyType, KeysAndAttributes, Projection,
     ProjectionType, Put, PutRequest, ReturnConsumedCapacity, ScalarAttributeType, TableDescription,
-    TableStatus, TransactWriteItem, WriteRequest,
+    TableStatus, TransactWriteItem, Update, WriteRequest,
 };
 use aws_sdk_dynamodb::Client;
 
 use super::table::{GSI1, GSI1SK, PK, SK};
 use super::{
     AttributeValue, BatchGetOutput, Capacity, Condition, Filter, GetOutput, Index, Item, Key,
-    Query, QueryOutput, SortCondition, StartKey, Store, StoreError, WriteOp,
+    Query, QueryOutput, ScanOutput, SortCondition, StartKey, Store, StoreError, UpdateAction,
+    WriteOp, WriteOutput,
 };
 
 type SdkValue = aws_sdk_dynamodb::types::AttributeValue;
@@ -246,19 +247,11 @@ impl Store for DynamoStore {
     }
 
     async fn get(&self, key: &Key) -> Result<GetOutput, StoreError> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(key_map(key)))
-            .return_consumed_capacity(ReturnConsumedCapacity::Total)
-            .send()
-            .await
-            .map_err(|err| self.sdk_error("GetItem", err))?;
-        Ok(GetOutput {
-            consumed: total_capacity(out.consumed_capacity.as_slice()),
-            item: out.item.map(from_sdk_item).transpose()?,
-        })
+        self.get_item(key, false).await
+    }
+
+    async fn get_consistent(&self, key: &Key) -> Result<GetOutput, StoreError> {
+        self.get_item(key, true).await
     }
 
     async fn batch_get(&self, keys: &[Key]) -> Result<BatchGetOutput, StoreError> {
@@ -347,6 +340,7 @@ impl Store for DynamoStore {
             .scan_index_forward(query.forward)
             .set_limit(limit)
             .set_exclusive_start_key(start)
+            .set_consistent_read(query.consistent.then_some(true))
             .return_consumed_capacity(ReturnConsumedCapacity::Total);
         if query.index == Index::Gsi1 {
             request = request.index_name(GSI1);
@@ -374,10 +368,47 @@ impl Store for DynamoStore {
         })
     }
 
-    async fn transact_write(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {
+    async fn scan(
+        &self,
+        start: Option<&Key>,
+        limit: Option<u32>,
+    ) -> Result<ScanOutput, StoreError> {
+        let limit = limit
+            .map(|l| {
+                i32::try_from(l)
+                    .map_err(|_| StoreError::Invalid(format!("scan limit {l} too large")))
+            })
+            .transpose()?;
+        let out = self
+            .client
+            .scan()
+            .table_name(&self.table)
+            .set_exclusive_start_key(start.map(key_map))
+            .set_limit(limit)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await
+            .map_err(|err| self.sdk_error("Scan", err))?;
+        Ok(ScanOutput {
+            consumed: total_capacity(out.consumed_capacity.as_slice()),
+            last_evaluated: out
+                .last_evaluated_key
+                .as_ref()
+                .map(key_from_map)
+                .transpose()?,
+            items: out
+                .items
+                .unwrap_or_default()
+                .into_iter()
+                .map(from_sdk_item)
+                .collect::<Result<Vec<_>, _>>()?,
+        })
+    }
+
+    async fn transact_write(&self, ops: Vec<WriteOp>) -> Result<WriteOutput, StoreError> {
         // DynamoDB rejects an empty transaction; writing nothing trivially succeeds.
         if ops.is_empty() {
-            return Ok(());
+            return Ok(WriteOutput::default());
         }
         let items = ops
             .into_iter()
@@ -387,10 +418,15 @@ impl Store for DynamoStore {
             .client
             .transact_write_items()
             .set_transact_items(Some(items))
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .send()
             .await
         {
-            Ok(_) => Ok(()),
+            Ok(out) => Ok(WriteOutput {
+                consumed: Capacity::write(total_units(
+                    out.consumed_capacity.as_deref().unwrap_or_default(),
+                )),
+            }),
             Err(err) => match err.as_service_error() {
                 Some(TransactWriteItemsError::TransactionCanceledException(canceled)) => {
                     let context = format!(
@@ -453,6 +489,24 @@ impl Store for DynamoStore {
 }
 
 impl DynamoStore {
+    /// One GetItem call.
+    async fn get_item(&self, key: &Key, consistent: bool) -> Result<GetOutput, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key_map(key)))
+            .set_consistent_read(consistent.then_some(true))
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await
+            .map_err(|err| self.sdk_error("GetItem", err))?;
+        Ok(GetOutput {
+            consumed: total_capacity(out.consumed_capacity.as_slice()),
+            item: out.item.map(from_sdk_item).transpose()?,
+        })
+    }
+
     fn transact_item(&self, op: WriteOp) -> Result<TransactWriteItem, StoreError> {
         let item = match op {
             WriteOp::Put { item, condition } => {
@@ -478,6 +532,27 @@ impl DynamoStore {
                     .build()
                     .map_err(build_error)?;
                 TransactWriteItem::builder().delete(delete).build()
+            }
+            WriteOp::Update {
+                key,
+                actions,
+                condition,
+            } => {
+                let mut expr = Expression::default();
+                let update = update_expression(&mut expr, &actions)?;
+                if let Some(condition) = condition {
+                    expr.expression = Some(condition_text(&mut expr, &condition));
+                }
+                let update = Update::builder()
+                    .table_name(&self.table)
+                    .set_key(Some(key_map(&key)))
+                    .update_expression(update)
+                    .set_condition_expression(expr.expression)
+                    .set_expression_attribute_names(non_empty(expr.names))
+                    .set_expression_attribute_values(non_empty(expr.values))
+                    .build()
+                    .map_err(build_error)?;
+                TransactWriteItem::builder().update(update).build()
             }
             WriteOp::ConditionCheck { key, condition } => {
                 let expr = condition_expression(condition);
@@ -565,17 +640,91 @@ fn filter_expression(expr: &mut Expression, filter: &Filter) -> Result<String, S
 /// The condition expression of one transactional write.
 fn condition_expression(condition: Condition) -> Expression {
     let mut expr = Expression::default();
-    let expression = match condition {
-        Condition::NotExists => format!("attribute_not_exists({})", expr.name("#pk", PK)),
-        Condition::Exists => format!("attribute_exists({})", expr.name("#pk", PK)),
-        Condition::AttributeEquals { name, value } => format!(
-            "{} = {}",
-            expr.name("#a", &name),
-            expr.value(":v", value.into())
-        ),
-    };
-    expr.expression = Some(expression);
+    expr.expression = Some(condition_text(&mut expr, &condition));
     expr
+}
+
+/// Registers a fresh placeholder for an attribute name (`#n0`, `#n1`, …).
+fn fresh_name(expr: &mut Expression, attribute: &str) -> String {
+    let placeholder = format!("#n{}", expr.names.len());
+    expr.name(&placeholder, attribute)
+}
+
+/// Registers a fresh placeholder for a value (`:v0`, `:v1`, …).
+fn fresh_value(expr: &mut Expression, value: &AttributeValue) -> String {
+    let placeholder = format!(":v{}", expr.values.len());
+    expr.value(&placeholder, value.clone().into())
+}
+
+fn condition_text(expr: &mut Expression, condition: &Condition) -> String {
+    match condition {
+        Condition::NotExists => format!("attribute_not_exists({})", fresh_name(expr, PK)),
+        Condition::Exists => format!("attribute_exists({})", fresh_name(expr, PK)),
+        Condition::AttributeEquals { name, value } => {
+            format!("{} = {}", fresh_name(expr, name), fresh_value(expr, value))
+        }
+        Condition::AttributeMissing(name) => format!(
+            "attribute_exists({}) AND attribute_not_exists({})",
+            fresh_name(expr, PK),
+            fresh_name(expr, name)
+        ),
+        Condition::All(all) => {
+            if all.is_empty() {
+                return format!(
+                    "attribute_exists({}) OR attribute_not_exists({0})",
+                    fresh_name(expr, PK)
+                );
+            }
+            all.iter()
+                .map(|c| format!("({})", condition_text(expr, c)))
+                .collect::<Vec<_>>()
+                .join(" AND ")
+        }
+    }
+}
+
+/// `SET #n0.#n1 = :v0 REMOVE #n2`: every path segment is a placeholder.
+fn update_expression(
+    expr: &mut Expression,
+    actions: &[UpdateAction],
+) -> Result<String, StoreError> {
+    let mut sets = Vec::new();
+    let mut removes = Vec::new();
+    for action in actions {
+        let path = match action {
+            UpdateAction::Set(path, _) | UpdateAction::Remove(path) => path,
+        };
+        if path.0.is_empty() {
+            return Err(StoreError::Invalid(
+                "update of an empty attribute path".into(),
+            ));
+        }
+        let path = path
+            .0
+            .iter()
+            .map(|segment| fresh_name(expr, segment))
+            .collect::<Vec<_>>()
+            .join(".");
+        match action {
+            UpdateAction::Set(_, value) => {
+                sets.push(format!("{path} = {}", fresh_value(expr, value)))
+            }
+            UpdateAction::Remove(_) => removes.push(path),
+        }
+    }
+    let mut text = Vec::new();
+    if !sets.is_empty() {
+        text.push(format!("SET {}", sets.join(", ")));
+    }
+    if !removes.is_empty() {
+        text.push(format!("REMOVE {}", removes.join(", ")));
+    }
+    if text.is_empty() {
+        return Err(StoreError::Invalid(
+            "an update needs at least one action".into(),
+        ));
+    }
+    Ok(text.join(" "))
 }
 
 /// Turns a cancelled transaction into the error of its first failing operation.
@@ -601,8 +750,10 @@ fn cancellation_error(reasons: &[CancellationReason], context: String) -> StoreE
         .join("; ");
     let message = format!("{context} [{detail}]");
     let has = |codes: &[&str]| failed.iter().any(|(_, code, _)| codes.contains(code));
+    if has(&["TransactionConflict"]) {
+        return StoreError::TransactionConflict(message);
+    }
     if has(&[
-        "TransactionConflict",
         "ThrottlingError",
         "ProvisionedThroughputExceeded",
         "RequestLimitExceeded",
@@ -651,12 +802,15 @@ fn build_error(err: BuildError) -> StoreError {
 /// Sums consumed capacity over the entries of a response (one per table; each entry's
 /// `CapacityUnits` already includes the indexes it touched).
 fn total_capacity(entries: &[ConsumedCapacity]) -> Capacity {
-    Capacity::read(
-        entries
-            .iter()
-            .filter_map(ConsumedCapacity::capacity_units)
-            .sum(),
-    )
+    Capacity::read(total_units(entries))
+}
+
+/// The `CapacityUnits` of a response, summed over its tables.
+fn total_units(entries: &[ConsumedCapacity]) -> f64 {
+    entries
+        .iter()
+        .filter_map(ConsumedCapacity::capacity_units)
+        .sum()
 }
 
 fn key_schema(attribute: &str, key_type: KeyType) -> Result<KeySchemaElement, StoreError> {
@@ -843,6 +997,10 @@ mod tests {
         ));
         assert!(matches!(
             cancellation_error(&reasons[..2], String::new()),
+            StoreError::TransactionConflict(_)
+        ));
+        assert!(matches!(
+            cancellation_error(&[reason("None"), reason("ThrottlingError")], String::new()),
             StoreError::Throttled(_)
         ));
     }

@@ -30,8 +30,8 @@ use super::capacity::item_size;
 use super::table::{GSI1, GSI1SK, PK, SK};
 use super::{
     AttributeValue, BatchGetOutput, Capacity, Condition, Filter, GetOutput, Index, Item, Key,
-    Query, QueryOutput, SortCondition, StartKey, Store, StoreError, WriteOp, MAX_BATCH_GET,
-    MAX_BATCH_WRITE, MAX_TRANSACT_WRITE,
+    Query, QueryOutput, ScanOutput, SortCondition, StartKey, Store, StoreError, UpdateAction,
+    WriteOp, WriteOutput, MAX_BATCH_GET, MAX_BATCH_WRITE, MAX_TRANSACT_WRITE,
 };
 
 /// The table: `(PK, SK)` to the item as DynamoDB JSON.
@@ -39,16 +39,9 @@ const ITEMS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("items"
 /// The inverted index: `(SK, GSI1SK, PK)`. Items without `GSI1SK` have no entry.
 const GSI1_INDEX: TableDefinition<(&str, &str, &str), ()> = TableDefinition::new(GSI1);
 
-/// DynamoDB's maximum item size (attribute names plus values, as `item_size` counts them).
-const MAX_ITEM_BYTES: usize = 400 * 1024;
-/// DynamoDB's maximum size of a partition key value.
-const MAX_PARTITION_KEY_BYTES: usize = 2048;
-/// DynamoDB's maximum size of a sort key value (table or index).
-const MAX_SORT_KEY_BYTES: usize = 1024;
-/// DynamoDB stops a Query once it has read this much data and returns a `LastEvaluatedKey`.
-const PAGE_BYTES: usize = 1024 * 1024;
-/// DynamoDB's limit on the aggregate size of the items of one TransactWriteItems call.
-const MAX_TRANSACT_BYTES: usize = 4 * 1024 * 1024;
+use super::limits::{
+    MAX_ITEM_BYTES, MAX_PARTITION_KEY_BYTES, MAX_SORT_KEY_BYTES, MAX_TRANSACT_BYTES, PAGE_BYTES,
+};
 
 /// A [`Store`] backed by a local redb database file.
 ///
@@ -159,6 +152,16 @@ impl Store for EmbeddedStore {
         })
     }
 
+    async fn get_consistent(&self, key: &Key) -> Result<GetOutput, StoreError> {
+        // Every read of this store sees the latest commit; only the price differs.
+        let out = self.get(key).await?;
+        let size = out.item.as_ref().map_or(0, item_size);
+        Ok(GetOutput {
+            consumed: Capacity::for_consistent_bytes(size),
+            ..out
+        })
+    }
+
     async fn batch_get(&self, keys: &[Key]) -> Result<BatchGetOutput, StoreError> {
         self.check_ready()?;
         // Nothing to read: a no-op, as the DynamoDB store treats it (DynamoDB itself would
@@ -182,16 +185,38 @@ impl Store for EmbeddedStore {
 
     async fn query(&self, query: &Query) -> Result<QueryOutput, StoreError> {
         self.check_ready()?;
+        if query.consistent && query.index == Index::Gsi1 {
+            return Err(StoreError::Invalid(
+                "consistent reads are not supported on global secondary indexes".into(),
+            ));
+        }
         let plan = QueryPlan::new(query)?;
         let filter = query.filter.clone();
-        self.blocking(move |db| query_sync(db, &plan, filter.as_ref()))
+        let mut out = self
+            .blocking(move |db| query_sync(db, &plan, filter.as_ref()))
+            .await?;
+        if query.consistent {
+            // Strongly consistent reads cost twice the eventually consistent price.
+            out.consumed.read_units *= 2.0;
+        }
+        Ok(out)
+    }
+
+    async fn scan(
+        &self,
+        start: Option<&Key>,
+        limit: Option<u32>,
+    ) -> Result<ScanOutput, StoreError> {
+        self.check_ready()?;
+        let start = start.cloned();
+        self.blocking(move |db| scan_sync(db, start.as_ref(), limit))
             .await
     }
 
-    async fn transact_write(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {
+    async fn transact_write(&self, ops: Vec<WriteOp>) -> Result<WriteOutput, StoreError> {
         self.check_ready()?;
         if ops.is_empty() {
-            return Ok(());
+            return Ok(WriteOutput::default());
         }
         let ops = validate_transaction(ops)?;
         self.blocking(move |db| transact_sync(db, &ops)).await
@@ -443,19 +468,20 @@ enum TxOp {
     Put(ItemRow, Option<Condition>),
     Delete(Key, Option<Condition>),
     Check(Key, Condition),
+    Update(Key, Vec<UpdateAction>, Option<Condition>),
 }
 
 impl TxOp {
     fn key(&self) -> Key {
         match self {
             TxOp::Put(row, _) => row.key(),
-            TxOp::Delete(key, _) | TxOp::Check(key, _) => key.clone(),
+            TxOp::Delete(key, _) | TxOp::Check(key, _) | TxOp::Update(key, _, _) => key.clone(),
         }
     }
 
     fn condition(&self) -> Option<&Condition> {
         match self {
-            TxOp::Put(_, c) | TxOp::Delete(_, c) => c.as_ref(),
+            TxOp::Put(_, c) | TxOp::Delete(_, c) | TxOp::Update(_, _, c) => c.as_ref(),
             TxOp::Check(_, c) => Some(c),
         }
     }
@@ -480,6 +506,15 @@ fn validate_transaction(ops: Vec<WriteOp>) -> Result<Vec<TxOp>, StoreError> {
                 validate_key(&key)?;
                 Ok(TxOp::Check(key, condition))
             }
+            WriteOp::Update {
+                key,
+                actions,
+                condition,
+            } => {
+                validate_key(&key)?;
+                validate_actions(&actions)?;
+                Ok(TxOp::Update(key, actions, condition))
+            }
         })
         .collect::<Result<Vec<_>, StoreError>>()?;
     reject_duplicates(ops.iter().map(TxOp::key), "TransactWriteItems")?;
@@ -498,38 +533,131 @@ fn validate_transaction(ops: Vec<WriteOp>) -> Result<Vec<TxOp>, StoreError> {
     Ok(ops)
 }
 
-fn transact_sync(db: &Database, ops: &[TxOp]) -> Result<(), StoreError> {
+/// An update may not be empty, touch a key attribute or name an empty path, as in DynamoDB.
+fn validate_actions(actions: &[UpdateAction]) -> Result<(), StoreError> {
+    if actions.is_empty() {
+        return Err(StoreError::Invalid(
+            "an update needs at least one action".into(),
+        ));
+    }
+    for action in actions {
+        let path = match action {
+            UpdateAction::Set(path, _) | UpdateAction::Remove(path) => path,
+        };
+        match path.0.first().map(String::as_str) {
+            None => {
+                return Err(StoreError::Invalid(
+                    "update of an empty attribute path".into(),
+                ))
+            }
+            Some(PK | SK) => {
+                return Err(StoreError::Invalid(
+                    "an update cannot change a key attribute".into(),
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// Applies update actions to an item (a new one holding just the key when it is missing).
+fn apply_update(
+    key: &Key,
+    current: Option<Item>,
+    actions: &[UpdateAction],
+) -> Result<Item, StoreError> {
+    let mut item = current.unwrap_or_else(|| {
+        let mut item = Item::default();
+        item.insert(PK.to_string(), AttributeValue::S(key.pk.clone()));
+        item.insert(SK.to_string(), AttributeValue::S(key.sk.clone()));
+        item
+    });
+    for action in actions {
+        let (path, value) = match action {
+            UpdateAction::Set(path, value) => (path, Some(value)),
+            UpdateAction::Remove(path) => (path, None),
+        };
+        let invalid = || {
+            StoreError::Invalid(format!(
+                "the document path {} is invalid for update on item {key}",
+                path.0.join(".")
+            ))
+        };
+        let (last, parents) = path.0.split_last().ok_or_else(invalid)?;
+        let mut map: &mut std::collections::HashMap<String, AttributeValue> = &mut item;
+        for part in parents {
+            match map.get_mut(part) {
+                Some(AttributeValue::M(inner)) => map = inner,
+                _ => return Err(invalid()),
+            }
+        }
+        match value {
+            Some(value) => {
+                map.insert(last.clone(), value.clone());
+            }
+            None => {
+                map.remove(last);
+            }
+        }
+    }
+    Ok(item)
+}
+
+fn read_item(
+    items: &redb::Table<(&str, &str), &[u8]>,
+    key: &Key,
+) -> Result<Option<Item>, StoreError> {
+    items
+        .get((key.pk.as_str(), key.sk.as_str()))
+        .map_err(unavailable)?
+        .map(|guard| decode(guard.value()))
+        .transpose()
+}
+
+fn transact_sync(db: &Database, ops: &[TxOp]) -> Result<WriteOutput, StoreError> {
     let txn = db.begin_write().map_err(unavailable)?;
+    let mut consumed = Capacity::ZERO;
     {
         let mut items = txn.open_table(ITEMS).map_err(unavailable)?;
         let mut index = txn.open_table(GSI1_INDEX).map_err(unavailable)?;
         // Every condition is checked against the state before any operation applies, as
         // DynamoDB does; there are no two operations on one item, so the order of application
         // cannot matter either.
+        let mut before = Vec::with_capacity(ops.len());
         for (i, op) in ops.iter().enumerate() {
-            let Some(condition) = op.condition() else {
-                continue;
-            };
-            let key = op.key();
-            let current = items
-                .get((key.pk.as_str(), key.sk.as_str()))
-                .map_err(unavailable)?
-                .map(|guard| decode(guard.value()))
-                .transpose()?;
-            if !condition_holds(condition, current.as_ref()) {
-                // Dropping the uncommitted transaction aborts it: nothing is written.
-                return Err(StoreError::ConditionFailed { index: i });
+            let current = read_item(&items, &op.key())?;
+            if let Some(condition) = op.condition() {
+                if !condition_holds(condition, current.as_ref()) {
+                    // Dropping the uncommitted transaction aborts it: nothing is written.
+                    return Err(StoreError::ConditionFailed { index: i });
+                }
             }
+            before.push(current);
         }
-        for op in ops {
-            match op {
-                TxOp::Put(row, _) => put_row(&mut items, &mut index, row)?,
-                TxOp::Delete(key, _) => delete_key(&mut items, &mut index, key)?,
-                TxOp::Check(..) => {}
-            }
+        for (op, current) in ops.iter().zip(before) {
+            let old_size = current.as_ref().map_or(0, item_size);
+            let new_size = match op {
+                TxOp::Put(row, _) => {
+                    put_row(&mut items, &mut index, row)?;
+                    row.size
+                }
+                TxOp::Delete(key, _) => {
+                    delete_key(&mut items, &mut index, key)?;
+                    0
+                }
+                TxOp::Check(..) => 0,
+                TxOp::Update(key, actions, _) => {
+                    let row = ItemRow::validate(&apply_update(key, current, actions)?)?;
+                    put_row(&mut items, &mut index, &row)?;
+                    row.size
+                }
+            };
+            consumed += Capacity::for_write(old_size, new_size, true);
         }
     }
-    txn.commit().map_err(unavailable)
+    txn.commit().map_err(unavailable)?;
+    Ok(WriteOutput { consumed })
 }
 
 fn condition_holds(condition: &Condition, current: Option<&Item>) -> bool {
@@ -540,6 +668,9 @@ fn condition_holds(condition: &Condition, current: Option<&Item>) -> bool {
             .get(name.as_str())
             .is_some_and(|actual| values_equal(actual, value)),
         (Condition::AttributeEquals { .. }, None) => false,
+        (Condition::AttributeMissing(name), Some(item)) => !item.contains_key(name.as_str()),
+        (Condition::AttributeMissing(_), None) => false,
+        (Condition::All(all), current) => all.iter().all(|c| condition_holds(c, current)),
     }
 }
 
@@ -874,6 +1005,43 @@ impl<'a> Page<'a> {
     }
 }
 
+/// A page of the table in key order after `start`, stopping at `limit` items or after 1 MB
+/// read, priced like a Query (one rounding for the page).
+fn scan_sync(
+    db: &Database,
+    start: Option<&Key>,
+    limit: Option<u32>,
+) -> Result<ScanOutput, StoreError> {
+    let txn = db.begin_read().map_err(unavailable)?;
+    let table = txn.open_table(ITEMS).map_err(unavailable)?;
+    let range = match start {
+        Some(key) => table.range((key.pk.as_str(), key.sk.as_str())..),
+        None => table.range::<(&str, &str)>(..),
+    }
+    .map_err(unavailable)?;
+    let limit = limit.map_or(usize::MAX, |l| l as usize);
+    let mut out = ScanOutput::default();
+    let mut bytes = 0;
+    let mut last = None;
+    for entry in range {
+        let (key, value) = entry.map_err(unavailable)?;
+        let (pk, sk) = key.value();
+        if start.is_some_and(|s| s.pk == pk && s.sk == sk) {
+            continue;
+        }
+        if out.items.len() >= limit || bytes >= PAGE_BYTES {
+            out.last_evaluated = last;
+            break;
+        }
+        let item = decode(value.value())?;
+        bytes += item_size(&item);
+        last = Some(Key::new(pk, sk));
+        out.items.push(item);
+    }
+    out.consumed = Capacity::for_query_bytes(bytes);
+    Ok(out)
+}
+
 fn query_sync(
     db: &Database,
     plan: &QueryPlan,
@@ -956,7 +1124,6 @@ fn query_sync(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{AttrPath, DynStore};
 
     fn s(v: &str) -> AttributeValue {
         AttributeValue::S(v.to_owned())
@@ -991,13 +1158,6 @@ mod tests {
             .collect()
     }
 
-    fn pks(items: &[Item]) -> Vec<String> {
-        items
-            .iter()
-            .map(|i| string_attr(i, PK).unwrap().to_owned())
-            .collect()
-    }
-
     fn query(index: Index, partition: &str, sort: SortCondition) -> Query {
         Query {
             sort,
@@ -1020,68 +1180,6 @@ mod tests {
     }
 
     /// All index entries, to check GSI maintenance directly.
-    fn index_entries(store: &EmbeddedStore) -> Vec<(String, String, String)> {
-        let txn = store.db.begin_read().unwrap();
-        let index = txn.open_table(GSI1_INDEX).unwrap();
-        index
-            .iter()
-            .unwrap()
-            .map(|e| {
-                let (k, _) = e.unwrap();
-                let (a, b, c) = k.value();
-                (a.to_owned(), b.to_owned(), c.to_owned())
-            })
-            .collect()
-    }
-
-    fn entry(a: &str, b: &str, c: &str) -> (String, String, String) {
-        (a.to_owned(), b.to_owned(), c.to_owned())
-    }
-
-    #[tokio::test]
-    async fn put_then_get_round_trips_every_type() {
-        let (_dir, store) = store().await;
-        let full = with(
-            with(
-                with(
-                    item("p1", "s1", Some("g")),
-                    "N",
-                    AttributeValue::N("-1.5".into()),
-                ),
-                "B",
-                AttributeValue::B(vec![0, 255, 7]),
-            ),
-            "M",
-            AttributeValue::M(
-                [(
-                    "x".to_owned(),
-                    AttributeValue::L(vec![AttributeValue::Bool(true)]),
-                )]
-                .into_iter()
-                .collect(),
-            ),
-        );
-        let plain = item("p2", "s1", None);
-        let unprocessed = store
-            .batch_put(vec![full.clone(), plain.clone()])
-            .await
-            .unwrap();
-        assert!(unprocessed.is_empty());
-
-        let out = store
-            .batch_get(&[
-                Key::new("p1", "s1"),
-                Key::new("missing", "s1"),
-                Key::new("p2", "s1"),
-            ])
-            .await
-            .unwrap();
-        assert_eq!(out.items, vec![full, plain]);
-        assert!(out.unprocessed.is_empty());
-        assert_eq!(store.name(), "embedded");
-        store.ping().await.unwrap();
-    }
-
     #[tokio::test]
     async fn data_survives_reopening_and_calls_before_ensure_table_fail() {
         let dir = tempfile::tempdir().unwrap();
@@ -1106,388 +1204,6 @@ mod tests {
         assert_eq!(reopened.path(), dir.path().join("t.redb"));
         let out = reopened.batch_get(&[Key::new("p", "s")]).await.unwrap();
         assert_eq!(out.items, vec![item("p", "s", Some("g"))]);
-    }
-
-    #[tokio::test]
-    async fn replacing_an_item_moves_its_index_entry() {
-        let (_dir, store) = store().await;
-        store
-            .batch_put(vec![item("p", "s", Some("g1"))])
-            .await
-            .unwrap();
-        assert_eq!(index_entries(&store), vec![entry("s", "g1", "p")]);
-
-        store
-            .batch_put(vec![item("p", "s", Some("g2"))])
-            .await
-            .unwrap();
-        assert_eq!(index_entries(&store), vec![entry("s", "g2", "p")]);
-        let out = store
-            .query(&Query::partition(Index::Gsi1, "s"))
-            .await
-            .unwrap();
-        assert_eq!(out.items, vec![item("p", "s", Some("g2"))]);
-
-        // A replacement without GSI1SK takes the item out of the index.
-        store
-            .transact_write(vec![WriteOp::Put {
-                item: item("p", "s", None),
-                condition: None,
-            }])
-            .await
-            .unwrap();
-        assert_eq!(index_entries(&store), vec![]);
-        let out = store
-            .query(&Query::partition(Index::Gsi1, "s"))
-            .await
-            .unwrap();
-        assert!(out.items.is_empty());
-
-        store
-            .put_many(vec![item("p", "s", Some("g3"))])
-            .await
-            .unwrap();
-        assert_eq!(index_entries(&store), vec![entry("s", "g3", "p")]);
-
-        // The trait's bulk load is the same single transaction; within one load the last item
-        // of a key wins, and the index follows it.
-        let shared: DynStore = Arc::new(store.clone());
-        shared
-            .bulk_put(vec![item("p", "s", Some("g4")), item("p", "s", Some("g5"))])
-            .await
-            .unwrap();
-        assert_eq!(index_entries(&store), vec![entry("s", "g5", "p")]);
-        shared.bulk_put(vec![]).await.unwrap();
-    }
-
-    #[tokio::test]
-    async fn deleting_an_item_removes_its_index_entry() {
-        let (_dir, store) = store().await;
-        store
-            .batch_put(vec![item("p1", "s", Some("g")), item("p2", "s", Some("g"))])
-            .await
-            .unwrap();
-        store
-            .transact_write(vec![
-                WriteOp::Delete {
-                    key: Key::new("p1", "s"),
-                    condition: Some(Condition::Exists),
-                },
-                // Deleting a missing item is not an error, as in DynamoDB.
-                WriteOp::Delete {
-                    key: Key::new("nope", "s"),
-                    condition: None,
-                },
-            ])
-            .await
-            .unwrap();
-        assert_eq!(index_entries(&store), vec![entry("s", "g", "p2")]);
-        let out = store
-            .batch_get(&[Key::new("p1", "s"), Key::new("p2", "s")])
-            .await
-            .unwrap();
-        assert_eq!(out.items, vec![item("p2", "s", Some("g"))]);
-    }
-
-    /// A partition plus neighbours whose names extend it, so a loose partition bound would show.
-    async fn seeded_partition() -> (tempfile::TempDir, EmbeddedStore) {
-        let (dir, store) = store().await;
-        let mut items: Vec<Item> = ["a", "ab", "abc", "abd", "b", "ba", "c", "\u{10FFFF}x"]
-            .iter()
-            .map(|sk| item("P", sk, None))
-            .collect();
-        items.push(item("P0", "a", None));
-        items.push(item("P\0", "a", None));
-        items.push(item("O", "a", None));
-        store.put_many(items).await.unwrap();
-        (dir, store)
-    }
-
-    #[tokio::test]
-    async fn table_query_honours_every_sort_condition() {
-        let (_dir, store) = seeded_partition().await;
-        let cases: Vec<(SortCondition, Vec<&str>)> = vec![
-            (
-                SortCondition::Any,
-                vec!["a", "ab", "abc", "abd", "b", "ba", "c", "\u{10FFFF}x"],
-            ),
-            (SortCondition::Eq("ab".into()), vec!["ab"]),
-            (SortCondition::Eq("zz".into()), vec![]),
-            (
-                SortCondition::BeginsWith("ab".into()),
-                vec!["ab", "abc", "abd"],
-            ),
-            (SortCondition::BeginsWith("b".into()), vec!["b", "ba"]),
-            (
-                SortCondition::BeginsWith("\u{10FFFF}".into()),
-                vec!["\u{10FFFF}x"],
-            ),
-            (
-                SortCondition::Between("ab".into(), "b".into()),
-                vec!["ab", "abc", "abd", "b"],
-            ),
-            (SortCondition::Between("b".into(), "b".into()), vec!["b"]),
-            (SortCondition::Lt("b".into()), vec!["a", "ab", "abc", "abd"]),
-            (
-                SortCondition::Le("b".into()),
-                vec!["a", "ab", "abc", "abd", "b"],
-            ),
-            (
-                SortCondition::Gt("b".into()),
-                vec!["ba", "c", "\u{10FFFF}x"],
-            ),
-            (
-                SortCondition::Ge("b".into()),
-                vec!["b", "ba", "c", "\u{10FFFF}x"],
-            ),
-        ];
-        for (sort, expected) in cases {
-            let out = store
-                .query(&query(Index::Table, "P", sort.clone()))
-                .await
-                .unwrap();
-            assert_eq!(sks(&out.items), expected, "{sort:?}");
-            assert_eq!(out.scanned, expected.len(), "{sort:?}");
-            assert_eq!(out.last_evaluated, None, "{sort:?}");
-            assert!(pks(&out.items).iter().all(|p| p == "P"));
-        }
-    }
-
-    #[tokio::test]
-    async fn table_query_reads_backward() {
-        let (_dir, store) = seeded_partition().await;
-        let cases: Vec<(SortCondition, Vec<&str>)> = vec![
-            (
-                SortCondition::Any,
-                vec!["\u{10FFFF}x", "c", "ba", "b", "abd", "abc", "ab", "a"],
-            ),
-            (
-                SortCondition::BeginsWith("ab".into()),
-                vec!["abd", "abc", "ab"],
-            ),
-            (
-                SortCondition::Between("ab".into(), "b".into()),
-                vec!["b", "abd", "abc", "ab"],
-            ),
-            (SortCondition::Lt("ab".into()), vec!["a"]),
-            (
-                SortCondition::Gt("b".into()),
-                vec!["\u{10FFFF}x", "c", "ba"],
-            ),
-        ];
-        for (sort, expected) in cases {
-            let q = Query {
-                forward: false,
-                ..query(Index::Table, "P", sort.clone())
-            };
-            let out = store.query(&q).await.unwrap();
-            assert_eq!(sks(&out.items), expected, "{sort:?}");
-        }
-    }
-
-    /// Pages through a query with `limit` 2, returning each page's sort keys and whether it
-    /// came with a `last_evaluated`.
-    async fn pages(store: &EmbeddedStore, base: Query) -> Vec<(Vec<String>, Option<StartKey>)> {
-        let mut out = Vec::new();
-        let mut start = None;
-        loop {
-            let q = Query {
-                limit: Some(2),
-                start: start.clone(),
-                ..base.clone()
-            };
-            let page = store.query(&q).await.unwrap();
-            let keys = match base.index {
-                Index::Table => sks(&page.items),
-                Index::Gsi1 => pks(&page.items),
-            };
-            out.push((keys, page.last_evaluated.clone()));
-            match page.last_evaluated {
-                Some(next) => start = Some(next),
-                None => return out,
-            }
-            assert!(out.len() < 20, "paging does not terminate");
-        }
-    }
-
-    #[tokio::test]
-    async fn limit_and_start_key_visit_every_item_once_in_both_directions() {
-        let (_dir, store) = store().await;
-        let all = ["k1", "k2", "k3", "k4", "k5", "k6", "k7"];
-        store
-            .put_many(all.iter().map(|sk| item("P", sk, None)).collect())
-            .await
-            .unwrap();
-
-        let forward = pages(&store, Query::partition(Index::Table, "P")).await;
-        let v = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        assert_eq!(
-            forward,
-            vec![
-                (v(&["k1", "k2"]), Some(table_start("P", "k2"))),
-                (v(&["k3", "k4"]), Some(table_start("P", "k4"))),
-                (v(&["k5", "k6"]), Some(table_start("P", "k6"))),
-                (v(&["k7"]), None),
-            ]
-        );
-
-        let backward = pages(
-            &store,
-            Query {
-                forward: false,
-                ..Query::partition(Index::Table, "P")
-            },
-        )
-        .await;
-        assert_eq!(
-            backward,
-            vec![
-                (v(&["k7", "k6"]), Some(table_start("P", "k6"))),
-                (v(&["k5", "k4"]), Some(table_start("P", "k4"))),
-                (v(&["k3", "k2"]), Some(table_start("P", "k2"))),
-                (v(&["k1"]), None),
-            ]
-        );
-    }
-
-    #[tokio::test]
-    async fn reaching_the_limit_at_the_end_still_returns_last_evaluated() {
-        let (_dir, store) = store().await;
-        store
-            .put_many(
-                ["k1", "k2", "k3", "k4"]
-                    .iter()
-                    .map(|sk| item("P", sk, None))
-                    .collect(),
-            )
-            .await
-            .unwrap();
-        let v = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        assert_eq!(
-            pages(&store, Query::partition(Index::Table, "P")).await,
-            vec![
-                (v(&["k1", "k2"]), Some(table_start("P", "k2"))),
-                (v(&["k3", "k4"]), Some(table_start("P", "k4"))),
-                (v(&[]), None),
-            ]
-        );
-        // The empty last page still costs the minimum read.
-        let last = store
-            .query(&Query {
-                start: Some(table_start("P", "k4")),
-                ..Query::partition(Index::Table, "P")
-            })
-            .await
-            .unwrap();
-        assert_eq!(last.scanned, 0);
-        assert_eq!(last.consumed, Capacity::for_query_bytes(0));
-    }
-
-    #[tokio::test]
-    async fn gsi_query_orders_by_gsi1sk_then_pk_and_continues() {
-        let (_dir, store) = store().await;
-        store
-            .put_many(vec![
-                item("i3", "S", Some("b")),
-                item("i1", "S", Some("b")),
-                item("i2", "S", Some("a")),
-                item("i5", "S", Some("c")),
-                item("i4", "S", Some("b")),
-                item("i6", "S", None),
-                item("x1", "S0", Some("a")),
-                item("x2", "T", Some("a")),
-            ])
-            .await
-            .unwrap();
-
-        let all = store
-            .query(&Query::partition(Index::Gsi1, "S"))
-            .await
-            .unwrap();
-        assert_eq!(pks(&all.items), vec!["i2", "i1", "i3", "i4", "i5"]);
-        assert_eq!(all.items[0], item("i2", "S", Some("a")));
-        assert_eq!(all.last_evaluated, None);
-
-        let v = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        assert_eq!(
-            pages(&store, Query::partition(Index::Gsi1, "S")).await,
-            vec![
-                (v(&["i2", "i1"]), Some(gsi_start("i1", "S", "b"))),
-                (v(&["i3", "i4"]), Some(gsi_start("i4", "S", "b"))),
-                (v(&["i5"]), None),
-            ]
-        );
-        assert_eq!(
-            pages(
-                &store,
-                Query {
-                    forward: false,
-                    ..Query::partition(Index::Gsi1, "S")
-                }
-            )
-            .await,
-            vec![
-                (v(&["i5", "i4"]), Some(gsi_start("i4", "S", "b"))),
-                (v(&["i3", "i1"]), Some(gsi_start("i1", "S", "b"))),
-                (v(&["i2"]), None),
-            ]
-        );
-
-        // Sort conditions apply to GSI1SK, and a start key inside a run of equal GSI1SK values
-        // continues after its PK.
-        let out = store
-            .query(&Query {
-                start: Some(gsi_start("i1", "S", "b")),
-                ..query(Index::Gsi1, "S", SortCondition::Eq("b".into()))
-            })
-            .await
-            .unwrap();
-        assert_eq!(pks(&out.items), vec!["i3", "i4"]);
-        let out = store
-            .query(&query(Index::Gsi1, "S", SortCondition::Gt("a".into())))
-            .await
-            .unwrap();
-        assert_eq!(pks(&out.items), vec!["i1", "i3", "i4", "i5"]);
-    }
-
-    #[tokio::test]
-    async fn filter_applies_after_limit() {
-        let (_dir, store) = store().await;
-        let flagged = |sk: &str| with(item("P", sk, None), "Done", AttributeValue::Bool(true));
-        store
-            .put_many(vec![
-                flagged("k1"),
-                item("P", "k2", None),
-                flagged("k3"),
-                item("P", "k4", None),
-                item("P", "k5", None),
-            ])
-            .await
-            .unwrap();
-        let q = Query {
-            limit: Some(3),
-            filter: Some(Filter::AttributeNotExists(AttrPath::new(["Done"]))),
-            ..Query::partition(Index::Table, "P")
-        };
-        let out = store.query(&q).await.unwrap();
-        assert_eq!(sks(&out.items), vec!["k2"]);
-        assert_eq!(out.scanned, 3);
-        assert_eq!(out.last_evaluated, Some(table_start("P", "k3")));
-        let read = item_size(&flagged("k1"))
-            + item_size(&item("P", "k2", None))
-            + item_size(&flagged("k3"));
-        assert_eq!(out.consumed, Capacity::for_query_bytes(read));
-
-        let rest = store
-            .query(&Query {
-                start: out.last_evaluated,
-                ..q
-            })
-            .await
-            .unwrap();
-        assert_eq!(sks(&rest.items), vec!["k4", "k5"]);
-        assert_eq!(rest.scanned, 2);
-        assert_eq!(rest.last_evaluated, None);
     }
 
     #[tokio::test]
@@ -1524,137 +1240,6 @@ mod tests {
             .unwrap();
         assert_eq!(sks(&second.items), vec!["k5"]);
         assert_eq!(second.last_evaluated, None);
-    }
-
-    #[tokio::test]
-    async fn failed_condition_writes_nothing_and_names_the_operation() {
-        let (_dir, store) = store().await;
-        let existing = with(
-            item("p1", "s", Some("g")),
-            "Version",
-            AttributeValue::N("3".into()),
-        );
-        store.batch_put(vec![existing.clone()]).await.unwrap();
-
-        let result = store
-            .transact_write(vec![
-                WriteOp::Put {
-                    item: item("p2", "s", Some("g")),
-                    condition: Some(Condition::NotExists),
-                },
-                WriteOp::Delete {
-                    key: Key::new("p1", "s"),
-                    condition: Some(Condition::AttributeEquals {
-                        name: "Version".into(),
-                        value: AttributeValue::N("3.0".into()),
-                    }),
-                },
-                WriteOp::ConditionCheck {
-                    key: Key::new("p3", "s"),
-                    condition: Condition::Exists,
-                },
-            ])
-            .await;
-        assert!(
-            matches!(result, Err(StoreError::ConditionFailed { index: 2 })),
-            "{result:?}"
-        );
-        let out = store
-            .batch_get(&[Key::new("p1", "s"), Key::new("p2", "s")])
-            .await
-            .unwrap();
-        assert_eq!(out.items, vec![existing.clone()]);
-        assert_eq!(index_entries(&store), vec![entry("s", "g", "p1")]);
-
-        // A value mismatch fails too, and reports its own index.
-        let result = store
-            .transact_write(vec![
-                WriteOp::Put {
-                    item: item("p1", "s2", None),
-                    condition: Some(Condition::NotExists),
-                },
-                WriteOp::Delete {
-                    key: Key::new("p1", "s"),
-                    condition: Some(Condition::AttributeEquals {
-                        name: "Version".into(),
-                        value: AttributeValue::N("4".into()),
-                    }),
-                },
-            ])
-            .await;
-        assert!(
-            matches!(result, Err(StoreError::ConditionFailed { index: 1 })),
-            "{result:?}"
-        );
-        let out = store.batch_get(&[Key::new("p1", "s2")]).await.unwrap();
-        assert!(out.items.is_empty());
-
-        // With every condition holding, all operations apply.
-        store
-            .transact_write(vec![
-                WriteOp::Put {
-                    item: item("p2", "s", None),
-                    condition: Some(Condition::NotExists),
-                },
-                WriteOp::Delete {
-                    key: Key::new("p1", "s"),
-                    condition: Some(Condition::AttributeEquals {
-                        name: "Version".into(),
-                        value: AttributeValue::N("30e-1".into()),
-                    }),
-                },
-            ])
-            .await
-            .unwrap();
-        let out = store
-            .batch_get(&[Key::new("p1", "s"), Key::new("p2", "s")])
-            .await
-            .unwrap();
-        assert_eq!(out.items, vec![item("p2", "s", None)]);
-        assert_eq!(index_entries(&store), vec![]);
-    }
-
-    #[tokio::test]
-    async fn duplicate_and_out_of_range_key_lists_are_rejected() {
-        let (_dir, store) = store().await;
-        let invalid = |r: &Result<_, StoreError>| matches!(r, Err(StoreError::Invalid(_)));
-
-        let dup = [Key::new("p", "s"), Key::new("q", "s"), Key::new("p", "s")];
-        assert!(invalid(&store.batch_get(&dup).await.map(drop)));
-        assert!(store.batch_get(&[]).await.unwrap().items.is_empty());
-        let many: Vec<Key> = (0..=MAX_BATCH_GET)
-            .map(|i| Key::new(format!("p{i}"), "s"))
-            .collect();
-        assert!(invalid(&store.batch_get(&many).await.map(drop)));
-        assert!(store.batch_get(&many[..MAX_BATCH_GET]).await.is_ok());
-
-        let r = store
-            .transact_write(vec![
-                WriteOp::Put {
-                    item: item("p", "s", None),
-                    condition: None,
-                },
-                WriteOp::ConditionCheck {
-                    key: Key::new("p", "s"),
-                    condition: Condition::NotExists,
-                },
-            ])
-            .await;
-        assert!(invalid(&r));
-        store.transact_write(vec![]).await.unwrap();
-
-        let r = store
-            .batch_put(vec![item("p", "s", None), item("p", "s", Some("g"))])
-            .await;
-        assert!(invalid(&r.map(drop)));
-        let too_many: Vec<Item> = (0..=MAX_BATCH_WRITE)
-            .map(|i| item(&format!("p{i}"), "s", None))
-            .collect();
-        assert!(invalid(&store.batch_put(too_many).await.map(drop)));
-
-        // Nothing of the rejected writes landed.
-        let out = store.batch_get(&[Key::new("p", "s")]).await.unwrap();
-        assert!(out.items.is_empty());
     }
 
     #[tokio::test]
@@ -1752,50 +1337,6 @@ mod tests {
                 "{q:?}"
             );
         }
-    }
-
-    #[tokio::test]
-    async fn capacity_follows_the_capacity_rules() {
-        let (_dir, store) = store().await;
-        let small = item("P", "a", None);
-        let medium = with(item("P", "b", None), "Pad", s(&"x".repeat(3000)));
-        let large = with(item("P", "c", None), "Pad", s(&"x".repeat(5000)));
-        store
-            .put_many(vec![small.clone(), medium.clone(), large.clone()])
-            .await
-            .unwrap();
-        let (ss, ms, ls) = (item_size(&small), item_size(&medium), item_size(&large));
-        assert_eq!((ss, ms, ls), (6, 3009, 5009));
-
-        // A query rounds the sum of everything it read: 8024 bytes is two units, 1.0 RCU.
-        let out = store
-            .query(&Query::partition(Index::Table, "P"))
-            .await
-            .unwrap();
-        assert_eq!(out.consumed, Capacity::for_query_bytes(ss + ms + ls));
-        assert_eq!(out.consumed.read_units, 1.0);
-
-        // A batch get rounds each item on its own: 1 + 1 + 2 units, and the missing key costs
-        // the minimum read (1 unit), as AWS charges it.
-        let out = store
-            .batch_get(&[
-                Key::new("P", "a"),
-                Key::new("P", "b"),
-                Key::new("P", "c"),
-                Key::new("P", "missing"),
-            ])
-            .await
-            .unwrap();
-        assert_eq!(out.consumed, Capacity::for_batch_get_sizes([ss, ms, ls, 0]));
-        assert_eq!(out.consumed.read_units, 2.5);
-
-        // A query that reads nothing still costs the minimum.
-        let out = store
-            .query(&query(Index::Table, "P", SortCondition::Gt("z".into())))
-            .await
-            .unwrap();
-        assert_eq!(out.scanned, 0);
-        assert_eq!(out.consumed.read_units, 0.5);
     }
 
     #[test]

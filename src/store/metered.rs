@@ -9,11 +9,11 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 
 use super::{
-    BatchGetOutput, Capacity, DynStore, GetOutput, Item, Key, Query, QueryOutput, Store,
-    StoreError, WriteOp,
+    BatchGetOutput, Capacity, DynStore, GetOutput, Item, Key, Query, QueryOutput, ScanOutput,
+    Store, StoreError, WriteOp, WriteOutput,
 };
 
-/// Counts DynamoDB calls and read capacity. Cheap to share between the tasks of one request.
+/// Counts DynamoDB calls and read and write capacity. Cheap to share between the tasks of one request.
 #[derive(Debug, Default)]
 pub struct CostMeter {
     calls: AtomicU64,
@@ -25,6 +25,7 @@ pub struct CostMeter {
 pub struct CostReport {
     pub dynamodb_calls: u64,
     pub read_capacity_units: f64,
+    pub write_capacity_units: f64,
 }
 
 impl CostMeter {
@@ -63,6 +64,7 @@ impl CostMeter {
         CostReport {
             dynamodb_calls: self.calls.load(Ordering::Relaxed),
             read_capacity_units: capacity.read_units,
+            write_capacity_units: capacity.write_units,
         }
     }
 }
@@ -95,6 +97,11 @@ impl Store for Metered {
             .observe(self.inner.get(key).await, |out| out.consumed)
     }
 
+    async fn get_consistent(&self, key: &Key) -> Result<GetOutput, StoreError> {
+        self.meter
+            .observe(self.inner.get_consistent(key).await, |out| out.consumed)
+    }
+
     async fn batch_get(&self, keys: &[Key]) -> Result<BatchGetOutput, StoreError> {
         self.meter
             .observe(self.inner.batch_get(keys).await, |out| out.consumed)
@@ -105,9 +112,18 @@ impl Store for Metered {
             .observe(self.inner.query(query).await, |out| out.consumed)
     }
 
-    async fn transact_write(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {
-        self.meter.record_call();
-        self.inner.transact_write(ops).await
+    async fn scan(
+        &self,
+        start: Option<&Key>,
+        limit: Option<u32>,
+    ) -> Result<ScanOutput, StoreError> {
+        self.meter
+            .observe(self.inner.scan(start, limit).await, |out| out.consumed)
+    }
+
+    async fn transact_write(&self, ops: Vec<WriteOp>) -> Result<WriteOutput, StoreError> {
+        self.meter
+            .observe(self.inner.transact_write(ops).await, |out| out.consumed)
     }
 
     async fn batch_put(&self, items: Vec<Item>) -> Result<Vec<Item>, StoreError> {

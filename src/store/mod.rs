@@ -9,6 +9,7 @@
 pub mod capacity;
 pub mod dynamodb;
 pub mod embedded;
+pub mod limits;
 mod metered;
 pub mod retry;
 pub mod table;
@@ -151,6 +152,9 @@ pub struct Query {
     /// Continue after this position (exclusive).
     pub start: Option<StartKey>,
     pub filter: Option<Filter>,
+    /// A strongly consistent read (`ConsistentRead`): twice the read capacity, and only on the
+    /// table, never on `GSI1` (DynamoDB refuses it there).
+    pub consistent: bool,
 }
 
 impl Query {
@@ -164,6 +168,7 @@ impl Query {
             limit: None,
             start: None,
             filter: None,
+            consistent: false,
         }
     }
 }
@@ -177,6 +182,15 @@ pub struct QueryOutput {
     pub last_evaluated: Option<StartKey>,
     /// How many items were read before the filter.
     pub scanned: usize,
+    pub consumed: Capacity,
+}
+
+/// One page of a Scan.
+#[derive(Clone, Debug, Default)]
+pub struct ScanOutput {
+    pub items: Vec<Item>,
+    /// Where to continue; `None` at the end of the table.
+    pub last_evaluated: Option<Key>,
     pub consumed: Capacity,
 }
 
@@ -205,6 +219,28 @@ pub enum Condition {
     Exists,
     /// The item exists and attribute `name` equals `value`.
     AttributeEquals { name: String, value: AttributeValue },
+    /// The item exists and has no attribute `name` (`attribute_exists(PK) AND
+    /// attribute_not_exists(name)`).
+    AttributeMissing(String),
+    /// Every condition holds (`AND`).
+    All(Vec<Condition>),
+}
+
+impl Condition {
+    /// `name = value` on an existing item.
+    pub fn equals(name: &str, value: AttributeValue) -> Self {
+        Condition::AttributeEquals {
+            name: name.to_string(),
+            value,
+        }
+    }
+}
+
+/// One change of an UpdateItem: set a (possibly nested) attribute, or remove it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum UpdateAction {
+    Set(AttrPath, AttributeValue),
+    Remove(AttrPath),
 }
 
 /// One operation of a transactional write.
@@ -222,14 +258,47 @@ pub enum WriteOp {
         key: Key,
         condition: Condition,
     },
+    /// An UpdateItem: changes only the named attributes. A nested path's parent map must
+    /// exist. Updating a missing item creates it (as DynamoDB does), so writers pair it with a
+    /// condition that requires the item.
+    Update {
+        key: Key,
+        actions: Vec<UpdateAction>,
+        condition: Option<Condition>,
+    },
 }
 
-/// DynamoDB's limit on the keys of one BatchGetItem call.
-pub const MAX_BATCH_GET: usize = 100;
-/// DynamoDB's limit on the puts of one BatchWriteItem call.
-pub const MAX_BATCH_WRITE: usize = 25;
-/// DynamoDB's limit on the operations of one TransactWriteItems call.
-pub const MAX_TRANSACT_WRITE: usize = 100;
+impl WriteOp {
+    /// The key of the item this operation touches.
+    pub fn key(&self) -> Key {
+        match self {
+            WriteOp::Put { item, .. } => Key::new(
+                string_attr(item, table::PK).unwrap_or_default(),
+                string_attr(item, table::SK).unwrap_or_default(),
+            ),
+            WriteOp::Delete { key, .. }
+            | WriteOp::ConditionCheck { key, .. }
+            | WriteOp::Update { key, .. } => key.clone(),
+        }
+    }
+}
+
+fn string_attr<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
+    match item.get(name) {
+        Some(AttributeValue::S(s)) => Some(s.as_str()),
+        _ => None,
+    }
+}
+
+/// What a write call consumed.
+#[derive(Clone, Debug, Default)]
+pub struct WriteOutput {
+    pub consumed: Capacity,
+}
+
+pub use limits::{
+    MAX_BATCH_GET, MAX_BATCH_WRITE, MAX_ITEM_BYTES, MAX_TRANSACT_BYTES, MAX_TRANSACT_WRITE,
+};
 
 /// How many BatchWriteItem calls a bulk load keeps in flight.
 pub const BULK_PUT_CONCURRENCY: usize = 8;
@@ -245,8 +314,13 @@ pub enum StoreError {
     #[error("store throttled: {0}")]
     Throttled(String),
     /// A condition of a transactional write did not hold; `index` is the failing operation.
+    /// The data changed since it was read: the caller decides whether to retry.
     #[error("condition failed on operation {index}")]
     ConditionFailed { index: usize },
+    /// Another transaction was writing one of the same items at the same moment (DynamoDB's
+    /// `TransactionConflict`): nothing was written and an immediate retry may succeed.
+    #[error("transaction conflict: {0}")]
+    TransactionConflict(String),
     /// The request itself was invalid for the store (too many keys, item too large, ...).
     #[error("invalid store request: {0}")]
     Invalid(String),
@@ -267,15 +341,25 @@ pub trait Store: Send + Sync + 'static {
     /// One GetItem call, eventually consistent.
     async fn get(&self, key: &Key) -> Result<GetOutput, StoreError>;
 
+    /// One strongly consistent GetItem call (twice the read capacity): what writers read
+    /// before deciding, and what mutation payloads return.
+    async fn get_consistent(&self, key: &Key) -> Result<GetOutput, StoreError>;
+
     /// One BatchGetItem call: at most [`MAX_BATCH_GET`] distinct keys, eventually consistent.
     async fn batch_get(&self, keys: &[Key]) -> Result<BatchGetOutput, StoreError>;
 
     /// One Query call.
     async fn query(&self, query: &Query) -> Result<QueryOutput, StoreError>;
 
+    /// One Scan call of the table, in key order on the embedded store (in DynamoDB's own order
+    /// on DynamoDB), continuing after `start`. Only the offline tools (`verify`, `reindex`) scan:
+    /// items written by other tools without their index attributes cannot be found otherwise.
+    async fn scan(&self, start: Option<&Key>, limit: Option<u32>)
+        -> Result<ScanOutput, StoreError>;
+
     /// One TransactWriteItems call: all operations or none, at most [`MAX_TRANSACT_WRITE`],
-    /// at most one operation per item.
-    async fn transact_write(&self, ops: Vec<WriteOp>) -> Result<(), StoreError>;
+    /// at most one operation per item, at most [`MAX_TRANSACT_BYTES`] of items.
+    async fn transact_write(&self, ops: Vec<WriteOp>) -> Result<WriteOutput, StoreError>;
 
     /// One BatchWriteItem call of unconditional puts (bulk loading): at most
     /// [`MAX_BATCH_WRITE`] items. Returns the items the store did not get to.

@@ -184,6 +184,27 @@ pub async fn query_all(store: &dyn Store, query: &Query) -> Result<Vec<Item>, St
     }
 }
 
+/// Scans the whole table page by page, handing each page to `visit`.
+pub async fn scan_all(
+    store: &dyn Store,
+    mut visit: impl FnMut(Vec<Item>),
+) -> Result<(), StoreError> {
+    let mut start: Option<Key> = None;
+    loop {
+        let out = store.scan(start.as_ref(), None).await?;
+        visit(out.items);
+        match out.last_evaluated {
+            None => return Ok(()),
+            Some(next) if start.as_ref() == Some(&next) => {
+                return Err(StoreError::Corrupt(format!(
+                    "scan did not advance past {next}"
+                )))
+            }
+            Some(next) => start = Some(next),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::{BTreeMap, HashMap};
@@ -194,6 +215,7 @@ mod tests {
     use super::*;
     use crate::store::{
         AttributeValue, BatchGetOutput, Capacity, GetOutput, Index, QueryOutput, StartKey, WriteOp,
+        WriteOutput,
     };
 
     /// No waiting in tests: the delays themselves are not what these tests check.
@@ -317,7 +339,19 @@ mod tests {
             })
         }
 
-        async fn transact_write(&self, _ops: Vec<WriteOp>) -> Result<(), StoreError> {
+        async fn get_consistent(&self, key: &Key) -> Result<GetOutput, StoreError> {
+            self.get(key).await
+        }
+
+        async fn scan(
+            &self,
+            _start: Option<&Key>,
+            _limit: Option<u32>,
+        ) -> Result<crate::store::ScanOutput, StoreError> {
+            Err(StoreError::Invalid("not in this fake".into()))
+        }
+
+        async fn transact_write(&self, _ops: Vec<WriteOp>) -> Result<WriteOutput, StoreError> {
             Err(StoreError::Invalid("not in this fake".into()))
         }
 

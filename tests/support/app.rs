@@ -9,7 +9,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use gridgate::http::{self, AppState};
+use gridgate::app::{self, App, Settings};
 use gridgate::paging::Limits;
 use gridgate::store::dynamodb::{DynamoConfig, DynamoStore};
 use gridgate::store::embedded::EmbeddedStore;
@@ -85,6 +85,7 @@ fn ulid_like() -> String {
 
 /// The gateway served on 127.0.0.1:0 over a fresh store.
 pub struct TestApp {
+    pub app: Arc<App>,
     pub addr: SocketAddr,
     pub client: reqwest::Client,
     pub store: DynStore,
@@ -115,15 +116,22 @@ impl TestApp {
             .expect("bind");
         let addr = listener.local_addr().expect("local addr");
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let state = AppState::new(store, limits);
+        let settings = Settings {
+            limits,
+            ..Settings::default()
+        };
+        let app = Arc::new(app::build(store, settings));
+        let server = app.clone();
         tokio::spawn(async move {
-            http::serve(listener, state, async {
-                let _ = rx.await;
-            })
-            .await
-            .expect("server");
+            server
+                .serve(listener, async {
+                    let _ = rx.await;
+                })
+                .await
+                .expect("server");
         });
         TestApp {
+            app,
             addr,
             client: reqwest::Client::new(),
             store: test_store.store.clone(),
@@ -131,6 +139,11 @@ impl TestApp {
             _store: test_store,
             _shutdown: tx,
         }
+    }
+
+    /// Waits until every sweep the app started (and the start-up resume) has ended.
+    pub async fn sweeps_idle(&self) {
+        self.app.sweeps().wait_idle().await;
     }
 
     pub fn url(&self, path: &str) -> String {

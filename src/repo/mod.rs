@@ -1,8 +1,13 @@
 //! The single-table access patterns: every read the API makes, written once above the
-//! [`Store`] trait so both stores share it.
+//! [`Store`] trait so both stores share it; the write layer ([`writes`]), the sweeps that
+//! finish deletions ([`sweep`]) and the consistency tools ([`verify`]) sit beside it.
 //!
 //! Each method names the DynamoDB calls it makes; the per-request cost budgets in the tests
 //! are sums of these.
+
+pub mod sweep;
+pub mod verify;
+pub mod writes;
 
 use std::collections::{HashMap, HashSet};
 
@@ -10,7 +15,9 @@ use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::items::{self, ItemError};
 use crate::keys;
 use crate::model::{Issue, Project, ProjectData, Tenant};
-use crate::paging::{self, Limits, Page, PageRequest, PagingError, ReadBudget, Scope, Segment};
+use crate::paging::{
+    self, Limits, Page, PageRequest, PagingError, Position, ReadBudget, Scope, Segment,
+};
 use crate::store::{
     retry, AttrPath, DynStore, Filter, Index, Item, Key, Query, SortCondition, StoreError,
 };
@@ -135,21 +142,71 @@ impl Repo {
     }
 
     /// A project and its custom fields: one Query of the project's partition (the project item
-    /// and its field definitions share it, so one call brings both).
+    /// and its field definitions share it, so one call brings both). A deleted project (whose
+    /// rows await their sweep) is not found.
     pub async fn project_data(&self, id: &ProjectId) -> Result<Option<ProjectData>, RepoError> {
-        let query = Query::partition(Index::Table, id.as_str());
+        Ok(self
+            .load_project(id, false)
+            .await?
+            .filter(|data| !data.project.deleted))
+    }
+
+    /// The project partition as it is, deleted or not; `consistent` reads it strongly
+    /// consistently (what writers decide on).
+    pub async fn load_project(
+        &self,
+        id: &ProjectId,
+        consistent: bool,
+    ) -> Result<Option<ProjectData>, RepoError> {
+        let query = Query {
+            consistent,
+            ..Query::partition(Index::Table, id.as_str())
+        };
         let found = retry::query_all(self.store.as_ref(), &query).await?;
         let mut project = None;
         let mut fields = Vec::new();
+        let mut retired = Vec::new();
         for item in &found {
             match items::item_type(item) {
                 Some(items::types::PROJECT) => project = Some(items::decode_project(item)?),
-                Some(items::types::CUSTOM_FIELD) => fields.push(items::decode_field(item)?),
+                Some(items::types::CUSTOM_FIELD) => {
+                    let field = items::decode_field(item)?;
+                    if field.deleted {
+                        retired.push(field);
+                    } else {
+                        fields.push(field);
+                    }
+                }
                 _ => {}
             }
         }
         fields.sort_by(|a, b| (a.position, &a.id).cmp(&(b.position, &b.id)));
-        Ok(project.map(|project| ProjectData { project, fields }))
+        Ok(project.map(|project| ProjectData {
+            project,
+            fields,
+            retired,
+        }))
+    }
+
+    /// A tenant by id, strongly consistent (one GetItem).
+    pub async fn tenant_consistent(&self, id: &TenantId) -> Result<Option<Tenant>, RepoError> {
+        let out = self.store.get_consistent(&keys::tenant(id)).await?;
+        Ok(out
+            .item
+            .map(|item| items::decode_tenant(&item))
+            .transpose()?)
+    }
+
+    /// The project of a custom field, strongly consistent (one GetItem of its lookup row).
+    pub async fn field_project_consistent(
+        &self,
+        id: &FieldId,
+    ) -> Result<Option<ProjectId>, RepoError> {
+        let out = self.store.get_consistent(&keys::field_lookup(id)).await?;
+        Ok(out
+            .item
+            .map(|item| items::decode_field_lookup(&item))
+            .transpose()?)
     }
 
     /// The projects that custom fields belong to, from their lookup items (one GetItem, or one
@@ -196,9 +253,19 @@ impl Repo {
     /// An issue by id alone: one Query of its partition for the first item whose sort key
     /// starts with `project-` (the source item sorts before its own sort rows).
     pub async fn issue_by_id(&self, id: &IssueId) -> Result<Option<Issue>, RepoError> {
+        self.load_issue(id, false).await
+    }
+
+    /// [`Repo::issue_by_id`], strongly consistent when `consistent`.
+    pub async fn load_issue(
+        &self,
+        id: &IssueId,
+        consistent: bool,
+    ) -> Result<Option<Issue>, RepoError> {
         let query = Query {
             sort: SortCondition::BeginsWith(keys::ISSUE_SOURCE_SK_PREFIX.into()),
             limit: Some(1),
+            consistent,
             ..Query::partition(Index::Table, id.as_str())
         };
         let out = self.store.query(&query).await?;
@@ -208,6 +275,25 @@ impl Repo {
             }
             _ => Ok(None),
         }
+    }
+
+    /// The cursor a project has in its tenant's list (by name), for a client that inserts a
+    /// new project into its cached list.
+    pub fn project_cursor(project: &Project) -> String {
+        Self::projects_scope(&project.tenant).cursor(&Position {
+            segment: 0,
+            pk: project.id.to_string(),
+            gsi1sk: keys::project_sort(&project.name, &project.id),
+        })
+    }
+
+    /// The cursor an issue has under its project's default order (by num ascending).
+    pub fn issue_cursor(issue: &Issue) -> String {
+        Self::issues_scope(&issue.project, &IssueSort::default()).cursor(&Position {
+            segment: 0,
+            pk: issue.id.to_string(),
+            gsi1sk: keys::issue_sort(issue.num),
+        })
     }
 
     /// The scope of a tenant's project list, for its cursors.

@@ -1,0 +1,495 @@
+//! Sweeps: the background half of deletions that are too big for one transaction — a
+//! deleted custom field's cells, a deleted project's rows, the rest of a very wide issue.
+//!
+//! The deleting mutation commits a tombstone (or removes the source row) together with a
+//! **job row** in the `sweeps` partition of `GSI1`, so the API stops showing the entity at once
+//! and the work cannot be forgotten. A sweep then removes the rows in batches of small
+//! transactions. It is idempotent (each batch re-reads what is left) and resumable: `serve`
+//! runs every job it finds at start-up. Several gateway instances may share a table, so a job
+//! is claimed with a **lease** (a conditional write of `LeaseOwner`/`LeaseExpires` on the job
+//! row, renewed before every batch); another instance takes over only once the lease lapses.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+
+use super::writes::now_millis;
+use super::RepoError;
+use crate::ids::{FieldId, IssueId, ProjectId};
+use crate::items::{self, attrs, SweepJob, SweepTarget};
+use crate::keys;
+use crate::store::{
+    retry, AttrPath, AttributeValue, Condition, DynStore, Filter, Index, Key, Query, StoreError,
+    UpdateAction, WriteOp, MAX_TRANSACT_WRITE,
+};
+
+/// How a sweeper works.
+#[derive(Clone, Debug)]
+pub struct SweepConfig {
+    /// Who this instance is, in lease rows (unique per process).
+    pub owner: String,
+    /// How long a claim lasts without renewal.
+    pub lease: Duration,
+    /// Cells removed per transaction (each cell is two operations).
+    pub batch: usize,
+    /// Stop after this many batches, as if the process died there (for crash tests).
+    pub stop_after_batches: Option<usize>,
+}
+
+impl Default for SweepConfig {
+    fn default() -> Self {
+        SweepConfig {
+            owner: format!("gateway-{}", ulid::Ulid::new().to_string().to_lowercase()),
+            lease: Duration::from_secs(30),
+            batch: MAX_TRANSACT_WRITE / 2 - 1,
+            stop_after_batches: None,
+        }
+    }
+}
+
+/// How one sweep ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SweepOutcome {
+    /// Every row is gone, and so is the job.
+    Finished,
+    /// Another instance holds the lease.
+    Held,
+    /// The job row is gone: someone else finished it.
+    NoJob,
+    /// Stopped early (`stop_after_batches`) or lost the lease half-way.
+    Interrupted,
+}
+
+/// Runs sweeps against one store.
+#[derive(Clone)]
+pub struct Sweeper {
+    store: DynStore,
+    config: SweepConfig,
+}
+
+impl Sweeper {
+    pub fn new(store: DynStore, config: SweepConfig) -> Self {
+        Sweeper { store, config }
+    }
+
+    /// Every pending job, oldest first: one Query of the `sweeps` partition of `GSI1` per
+    /// page.
+    pub async fn pending(&self) -> Result<Vec<SweepJob>, RepoError> {
+        let query = Query::partition(Index::Gsi1, keys::SWEEPS_PARTITION);
+        let found = retry::query_all(self.store.as_ref(), &query).await?;
+        found
+            .iter()
+            .map(|item| items::decode_sweep(item).map_err(RepoError::from))
+            .collect()
+    }
+
+    /// Runs every pending job once; returns how each ended.
+    pub async fn run_pending(&self) -> Result<Vec<(SweepTarget, SweepOutcome)>, RepoError> {
+        let mut outcomes = Vec::new();
+        for job in self.pending().await? {
+            let outcome = self.run(&job.target).await?;
+            outcomes.push((job.target, outcome));
+        }
+        Ok(outcomes)
+    }
+
+    /// Claims the job of `target` and removes its rows.
+    pub async fn run(&self, target: &SweepTarget) -> Result<SweepOutcome, RepoError> {
+        let job_key = keys::sweep(target.target_id());
+        match self.claim(&job_key).await? {
+            Claim::Claimed => {}
+            Claim::Held => return Ok(SweepOutcome::Held),
+            Claim::NoJob => return Ok(SweepOutcome::NoJob),
+        }
+        let mut run = Run {
+            sweeper: self,
+            job_key: job_key.clone(),
+            batches: 0,
+        };
+        let done = match target {
+            SweepTarget::Field { project, field } => run.field(project, field).await?,
+            SweepTarget::Project { project, tenant } => {
+                run.project(project).await?
+                    && run.finish(vec![keys::project(project, tenant)]).await?
+            }
+            SweepTarget::Issue { issue, .. } => {
+                run.issue_rows(std::slice::from_ref(issue)).await? && run.finish(Vec::new()).await?
+            }
+        };
+        Ok(if done {
+            SweepOutcome::Finished
+        } else {
+            SweepOutcome::Interrupted
+        })
+    }
+
+    async fn claim(&self, job_key: &Key) -> Result<Claim, RepoError> {
+        let Some(item) = self.store.get_consistent(job_key).await?.item else {
+            return Ok(Claim::NoJob);
+        };
+        let job = items::decode_sweep(&item)?;
+        let now = now_millis();
+        let free = job.lease_owner.as_deref() == Some(self.config.owner.as_str())
+            || job.lease_expires.is_none_or(|t| t <= now);
+        if !free {
+            return Ok(Claim::Held);
+        }
+        let condition = match job.lease_expires {
+            Some(t) => Condition::equals(attrs::LEASE_EXPIRES, AttributeValue::N(t.to_string())),
+            None => Condition::AttributeMissing(attrs::LEASE_EXPIRES.into()),
+        };
+        let op = WriteOp::Update {
+            key: job_key.clone(),
+            actions: self.lease_actions(),
+            condition: Some(condition),
+        };
+        match self.store.transact_write(vec![op]).await {
+            Ok(_) => Ok(Claim::Claimed),
+            Err(StoreError::ConditionFailed { .. } | StoreError::TransactionConflict(_)) => {
+                Ok(Claim::Held)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn lease_actions(&self) -> Vec<UpdateAction> {
+        let expires = now_millis().saturating_add(self.config.lease.as_millis() as i64);
+        vec![
+            UpdateAction::Set(
+                AttrPath::new([attrs::LEASE_OWNER]),
+                AttributeValue::S(self.config.owner.clone()),
+            ),
+            UpdateAction::Set(
+                AttrPath::new([attrs::LEASE_EXPIRES]),
+                AttributeValue::N(expires.to_string()),
+            ),
+        ]
+    }
+
+    fn owns_lease(&self) -> Condition {
+        Condition::equals(
+            attrs::LEASE_OWNER,
+            AttributeValue::S(self.config.owner.clone()),
+        )
+    }
+}
+
+enum Claim {
+    Claimed,
+    Held,
+    NoJob,
+}
+
+/// One claimed run of a job.
+struct Run<'a> {
+    sweeper: &'a Sweeper,
+    job_key: Key,
+    batches: usize,
+}
+
+impl Run<'_> {
+    fn store(&self) -> &DynStore {
+        &self.sweeper.store
+    }
+
+    /// Before each batch: stop if told to (crash tests), and renew the lease, stopping if it
+    /// was lost to another instance.
+    async fn next_batch(&mut self) -> Result<bool, RepoError> {
+        if self
+            .sweeper
+            .config
+            .stop_after_batches
+            .is_some_and(|n| self.batches >= n)
+        {
+            return Ok(false);
+        }
+        self.batches += 1;
+        let op = WriteOp::Update {
+            key: self.job_key.clone(),
+            actions: self.sweeper.lease_actions(),
+            condition: Some(self.sweeper.owns_lease()),
+        };
+        match self.store().transact_write(vec![op]).await {
+            Ok(_) => Ok(true),
+            Err(StoreError::ConditionFailed { .. }) => {
+                tracing::warn!(job = %self.job_key, "sweep lease lost to another instance");
+                Ok(false)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Removes the rows in `keys` and the job row, in one transaction, if the lease is ours.
+    async fn finish(&mut self, keys: Vec<Key>) -> Result<bool, RepoError> {
+        let mut ops: Vec<WriteOp> = keys
+            .into_iter()
+            .map(|key| WriteOp::Delete {
+                key,
+                condition: None,
+            })
+            .collect();
+        ops.push(WriteOp::Delete {
+            key: self.job_key.clone(),
+            condition: Some(self.sweeper.owns_lease()),
+        });
+        match self.store().transact_write(ops).await {
+            Ok(_) => Ok(true),
+            Err(StoreError::ConditionFailed { .. }) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// A deleted field: every value row (from the field's `GSI1` partition) and its cell in
+    /// the issue's `Values`, then the cells that have no value row (drift), then the field's
+    /// definition and lookup rows.
+    async fn field(&mut self, project: &ProjectId, field: &FieldId) -> Result<bool, RepoError> {
+        let cell = AttrPath::new([items::VALUES, field.as_str()]);
+        // Value rows, one batch at a time, always from the start: each batch removes what it
+        // read, so a restart simply continues.
+        loop {
+            let query = Query {
+                limit: Some(self.sweeper.config.batch as u32),
+                ..Query::partition(Index::Gsi1, keys::field_value_partition(field))
+            };
+            let rows = self.store().query(&query).await?.items;
+            if rows.is_empty() {
+                break;
+            }
+            if !self.next_batch().await? {
+                return Ok(false);
+            }
+            let issue_keys: Vec<Key> = rows
+                .iter()
+                .filter_map(items::item_pk)
+                .filter_map(|pk| IssueId::parse(pk).ok())
+                .map(|issue| keys::issue(&issue, project))
+                .collect();
+            let issues = retry::batch_get_all(self.store().as_ref(), &issue_keys).await?;
+            let mut ops = Vec::with_capacity(rows.len() * 2);
+            for issue in &issues {
+                if cell.get(issue).is_some() {
+                    if let Some(key) = items::item_key(issue) {
+                        ops.push(remove_cell(key, &cell));
+                    }
+                }
+            }
+            ops.extend(
+                rows.iter()
+                    .filter_map(items::item_key)
+                    .map(|key| WriteOp::Delete {
+                        key,
+                        condition: None,
+                    }),
+            );
+            self.write_batch(ops).await?;
+        }
+        // Cells without a value row (written by another tool, or drift): found by a filtered
+        // read of the project's issues.
+        let mut start = None;
+        loop {
+            let query = Query {
+                limit: Some(500),
+                start: start.take(),
+                filter: Some(Filter::AttributeExists(cell.clone())),
+                ..Query::partition(Index::Gsi1, keys::issues_by_num_partition(project))
+            };
+            let out = self.store().query(&query).await?;
+            for chunk in out.items.chunks(self.sweeper.config.batch.max(1)) {
+                if !self.next_batch().await? {
+                    return Ok(false);
+                }
+                let ops = chunk
+                    .iter()
+                    .filter_map(items::item_key)
+                    .map(|key| remove_cell(key, &cell))
+                    .collect();
+                self.write_batch(ops).await?;
+            }
+            match out.last_evaluated {
+                Some(next) => start = Some(next),
+                None => break,
+            }
+        }
+        let definition = keys::field(project, field);
+        self.finish(vec![definition, keys::field_lookup(field)])
+            .await
+    }
+
+    /// A deleted project: the partitions of its issues (found through every `GSI1` partition
+    /// that lists them, so index rows whose issue is already gone go too), then its fields.
+    async fn project(&mut self, project: &ProjectId) -> Result<bool, RepoError> {
+        for partition in [
+            keys::issues_by_num_partition(project),
+            keys::name_partition(project),
+            keys::state_partition(project),
+        ] {
+            loop {
+                let query = Query {
+                    limit: Some(25),
+                    ..Query::partition(Index::Gsi1, partition.clone())
+                };
+                let rows = self.store().query(&query).await?.items;
+                if rows.is_empty() {
+                    break;
+                }
+                let issues: Vec<IssueId> = rows
+                    .iter()
+                    .filter_map(items::item_pk)
+                    .filter_map(|pk| IssueId::parse(pk).ok())
+                    .collect();
+                if !self.issue_rows(&issues).await? {
+                    return Ok(false);
+                }
+            }
+        }
+        // The project's own partition: its field rows (and their lookup rows). The project
+        // row itself goes last, with the job.
+        let query = Query::partition(Index::Table, project.as_str());
+        let rows = retry::query_all(self.store().as_ref(), &query).await?;
+        let mut keys_to_delete = Vec::new();
+        for row in &rows {
+            if items::item_type(row) == Some(items::types::CUSTOM_FIELD) {
+                if let Some(key) = items::item_key(row) {
+                    if let Ok(field) = FieldId::parse(&key.sk) {
+                        keys_to_delete.push(keys::field_lookup(&field));
+                    }
+                    keys_to_delete.push(key);
+                }
+            }
+        }
+        for chunk in keys_to_delete.chunks(MAX_TRANSACT_WRITE - 1) {
+            if !self.next_batch().await? {
+                return Ok(false);
+            }
+            self.write_batch(deletes(chunk)).await?;
+        }
+        Ok(true)
+    }
+
+    /// Every row of the given issues' partitions, in transactions of up to 99 deletes.
+    async fn issue_rows(&mut self, issues: &[IssueId]) -> Result<bool, RepoError> {
+        let mut keys_to_delete = Vec::new();
+        for issue in issues {
+            keys_to_delete.extend(partition_keys(self.store(), issue.as_str(), true).await?);
+        }
+        for chunk in keys_to_delete.chunks(MAX_TRANSACT_WRITE - 1) {
+            if !self.next_batch().await? {
+                return Ok(false);
+            }
+            self.write_batch(deletes(chunk)).await?;
+        }
+        Ok(true)
+    }
+
+    /// One batch, conditioned on still holding the lease.
+    async fn write_batch(&self, mut ops: Vec<WriteOp>) -> Result<(), RepoError> {
+        if ops.is_empty() {
+            return Ok(());
+        }
+        ops.push(WriteOp::ConditionCheck {
+            key: self.job_key.clone(),
+            condition: self.sweeper.owns_lease(),
+        });
+        match self.store().transact_write(ops).await {
+            Ok(_) => Ok(()),
+            // The issue changed between read and write (a concurrent edit, a delete): the next
+            // round reads again. Losing the lease shows at the next renewal.
+            Err(StoreError::ConditionFailed { .. } | StoreError::TransactionConflict(_)) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+fn remove_cell(issue: Key, cell: &AttrPath) -> WriteOp {
+    WriteOp::Update {
+        key: issue,
+        actions: vec![UpdateAction::Remove(cell.clone())],
+        condition: Some(Condition::Exists),
+    }
+}
+
+fn deletes(keys: &[Key]) -> Vec<WriteOp> {
+    keys.iter()
+        .map(|key| WriteOp::Delete {
+            key: key.clone(),
+            condition: None,
+        })
+        .collect()
+}
+
+/// The keys of every row in a table partition (an issue's source and index rows).
+pub(crate) async fn partition_keys(
+    store: &DynStore,
+    partition: &str,
+    consistent: bool,
+) -> Result<Vec<Key>, RepoError> {
+    let query = Query {
+        consistent,
+        ..Query::partition(Index::Table, partition)
+    };
+    Ok(retry::query_all(store.as_ref(), &query)
+        .await?
+        .iter()
+        .filter_map(items::item_key)
+        .collect())
+}
+
+/// The running gateway's sweeper: a background task that runs the sweeps mutations start,
+/// one at a time, plus the jobs found at start-up.
+#[derive(Clone)]
+pub struct SweepHandle {
+    tx: mpsc::UnboundedSender<SweepTarget>,
+    pending: Arc<watch::Sender<usize>>,
+}
+
+impl SweepHandle {
+    /// Starts the background task. It first runs the jobs left by earlier processes.
+    pub fn spawn(sweeper: Sweeper) -> SweepHandle {
+        let (tx, mut rx) = mpsc::unbounded_channel::<SweepTarget>();
+        let pending = Arc::new(watch::Sender::new(1usize));
+        let handle = SweepHandle {
+            tx,
+            pending: pending.clone(),
+        };
+        tokio::spawn(async move {
+            match sweeper.run_pending().await {
+                Ok(outcomes) if !outcomes.is_empty() => {
+                    tracing::info!(jobs = outcomes.len(), "resumed unfinished sweeps")
+                }
+                Ok(_) => {}
+                Err(e) => tracing::error!(error = %e, "could not resume unfinished sweeps"),
+            }
+            pending.send_modify(|n| *n -= 1);
+            while let Some(target) = rx.recv().await {
+                match sweeper.run(&target).await {
+                    Ok(outcome) => {
+                        tracing::info!(target = target.target_id(), ?outcome, "sweep ended")
+                    }
+                    // The job row stays: the next start-up (or another instance) resumes it.
+                    Err(e) => {
+                        tracing::error!(target = target.target_id(), error = %e, "sweep failed")
+                    }
+                }
+                pending.send_modify(|n| *n -= 1);
+            }
+        });
+        handle
+    }
+
+    /// Queues a sweep.
+    pub fn start(&self, target: SweepTarget) {
+        self.pending.send_modify(|n| *n += 1);
+        if self.tx.send(target).is_err() {
+            // The task is gone (shutting down): the job row stays for the next start-up.
+            self.pending.send_modify(|n| *n -= 1);
+        }
+    }
+
+    /// Completes once every queued sweep (and the start-up resume) has ended.
+    pub async fn wait_idle(&self) {
+        let mut rx = self.pending.subscribe();
+        // The sender lives in `self`, so the channel cannot close while waiting.
+        let _ = rx.wait_for(|n| *n == 0).await;
+    }
+}

@@ -1,0 +1,426 @@
+//! `verify` and `reindex`: re-derive every index row and `GSI1SK` from the source rows and
+//! compare with (or rewrite) what the table holds.
+//!
+//! Both read the table with a Scan, because source rows written by another tool may lack the
+//! `GSI1SK` that would list them in any index partition. Derivation uses the writers' own
+//! functions ([`items::issue_items`], [`items::field_items`], [`keys::project_sort`]), so a
+//! table the gateway wrote is clean by construction and a clean table sorts exactly as the
+//! source rows say.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt;
+
+use super::writes::derive_lenient;
+use super::RepoError;
+use crate::ids::{FieldId, IssueId, ProjectId};
+use crate::items::{self, attrs, types};
+use crate::keys;
+use crate::model::{CustomField, FieldValue, Issue, Project};
+use crate::store::{
+    retry, table, AttrPath, AttributeValue, Condition, DynStore, Item, Key, UpdateAction, WriteOp,
+    MAX_TRANSACT_WRITE,
+};
+
+/// What is wrong with one row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Problem {
+    /// A row (or `GSI1SK`) the source rows imply is not there.
+    Missing,
+    /// A row is there but differs from what the source rows imply.
+    Stale,
+    /// A row (or `GSI1SK`) is there that no source row implies.
+    Extra,
+}
+
+/// One mismatch, and how `reindex` repairs it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mismatch {
+    pub problem: Problem,
+    pub key: Key,
+    pub detail: String,
+    fix: Fix,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Fix {
+    Put(Item),
+    Delete,
+    SetGsi1sk(String),
+    RemoveGsi1sk,
+    /// Reported only: the repair is a sweep's (or a person's) job.
+    None,
+}
+
+impl fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let problem = match self.problem {
+            Problem::Missing => "missing",
+            Problem::Stale => "stale",
+            Problem::Extra => "extra",
+        };
+        write!(f, "{problem} {}: {}", self.key, self.detail)
+    }
+}
+
+/// The table's source and derived rows, grouped for checking.
+#[derive(Default)]
+struct Snapshot {
+    projects: BTreeMap<ProjectId, (Project, Option<String>)>,
+    fields: HashMap<ProjectId, Vec<CustomField>>,
+    lookups: HashMap<Key, Item>,
+    issues: BTreeMap<IssueId, (Issue, Option<String>)>,
+    /// Index rows (IssueSort, FieldValue) by their issue id.
+    index_rows: BTreeMap<String, Vec<Item>>,
+    pending_sweeps: HashSet<String>,
+}
+
+fn gsi1sk(item: &Item) -> Option<String> {
+    match item.get(table::GSI1SK) {
+        Some(AttributeValue::S(s)) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+/// The source rows of the given projects (or of all) checked against their derived rows.
+pub async fn verify(
+    store: &DynStore,
+    only: Option<&ProjectId>,
+) -> Result<Vec<Mismatch>, RepoError> {
+    let mut snapshot = Snapshot::default();
+    let mut bad = Vec::new();
+    retry::scan_all(store.as_ref(), |page| {
+        for item in page {
+            if let Err(e) = snapshot.add(item) {
+                bad.push(e);
+            }
+        }
+    })
+    .await?;
+    if let Some(e) = bad.into_iter().next() {
+        return Err(e);
+    }
+    Ok(snapshot.check(only))
+}
+
+/// Repairs every mismatch `verify` finds (rewriting derived rows from source rows), in
+/// transactions of up to 100 rows; returns what it repaired. Idempotent: a second run finds
+/// nothing to do; an interrupted run is finished by running again.
+pub async fn reindex(
+    store: &DynStore,
+    only: Option<&ProjectId>,
+) -> Result<Vec<Mismatch>, RepoError> {
+    let found = verify(store, only).await?;
+    let ops: Vec<WriteOp> = found
+        .iter()
+        .filter_map(|m| match &m.fix {
+            Fix::Put(item) => Some(WriteOp::Put {
+                item: item.clone(),
+                condition: None,
+            }),
+            Fix::Delete => Some(WriteOp::Delete {
+                key: m.key.clone(),
+                condition: None,
+            }),
+            Fix::SetGsi1sk(value) => Some(WriteOp::Update {
+                key: m.key.clone(),
+                actions: vec![UpdateAction::Set(
+                    AttrPath::new([attrs::GSI1SK]),
+                    AttributeValue::S(value.clone()),
+                )],
+                condition: Some(Condition::Exists),
+            }),
+            Fix::RemoveGsi1sk => Some(WriteOp::Update {
+                key: m.key.clone(),
+                actions: vec![UpdateAction::Remove(AttrPath::new([attrs::GSI1SK]))],
+                condition: Some(Condition::Exists),
+            }),
+            Fix::None => None,
+        })
+        .collect();
+    let mut batch = Vec::new();
+    for op in ops {
+        batch.push(op);
+        if batch.len() == MAX_TRANSACT_WRITE {
+            store.transact_write(std::mem::take(&mut batch)).await?;
+        }
+    }
+    if !batch.is_empty() {
+        store.transact_write(batch).await?;
+    }
+    Ok(found.into_iter().filter(|m| m.fix != Fix::None).collect())
+}
+
+impl Snapshot {
+    fn add(&mut self, item: Item) -> Result<(), RepoError> {
+        match items::item_type(&item) {
+            Some(types::PROJECT) => {
+                let project = items::decode_project(&item)?;
+                let sort = gsi1sk(&item);
+                self.projects.insert(project.id.clone(), (project, sort));
+            }
+            Some(types::CUSTOM_FIELD) => {
+                let field = items::decode_field(&item)?;
+                self.fields
+                    .entry(field.project.clone())
+                    .or_default()
+                    .push(field);
+            }
+            Some(types::FIELD_LOOKUP) => {
+                if let Some(key) = items::item_key(&item) {
+                    self.lookups.insert(key, item);
+                }
+            }
+            Some(types::ISSUE) => {
+                let issue = items::decode_issue(&item)?;
+                let sort = gsi1sk(&item);
+                self.issues.insert(issue.id.clone(), (issue, sort));
+            }
+            Some(types::FIELD_VALUE | types::ISSUE_SORT) => {
+                if let Some(pk) = items::item_pk(&item) {
+                    self.index_rows
+                        .entry(pk.to_string())
+                        .or_default()
+                        .push(item);
+                }
+            }
+            Some(types::SWEEP) => {
+                let job = items::decode_sweep(&item)?;
+                self.pending_sweeps
+                    .insert(job.target.target_id().to_string());
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn check(&self, only: Option<&ProjectId>) -> Vec<Mismatch> {
+        let mut out = Vec::new();
+        let wanted = |p: &ProjectId| only.is_none_or(|o| o == p);
+        for (id, (project, sort)) in &self.projects {
+            if !wanted(id) || project.deleted {
+                continue;
+            }
+            let key = keys::project(id, &project.tenant);
+            let expected = keys::project_sort(&project.name, id);
+            check_gsi1sk(&mut out, key, sort.as_deref(), Some(&expected));
+        }
+        for (project, fields) in &self.fields {
+            if !wanted(project) {
+                continue;
+            }
+            for field in fields {
+                let [_, lookup] = items::field_items(field);
+                let key = keys::field_lookup(&field.id);
+                match self.lookups.get(&key) {
+                    None => out.push(mismatch(
+                        Problem::Missing,
+                        key,
+                        "custom field lookup row",
+                        Fix::Put(lookup),
+                    )),
+                    Some(actual) if *actual != lookup => out.push(mismatch(
+                        Problem::Stale,
+                        key,
+                        "custom field lookup row names another project",
+                        Fix::Put(lookup),
+                    )),
+                    Some(_) => {}
+                }
+            }
+        }
+        let all_fields: HashSet<&FieldId> = self.fields.values().flatten().map(|f| &f.id).collect();
+        for (key, item) in &self.lookups {
+            let field = FieldId::parse(&key.pk).ok();
+            let project = items::decode_field_lookup(item).ok();
+            if field.as_ref().is_some_and(|f| all_fields.contains(f)) {
+                continue;
+            }
+            if project.as_ref().is_some_and(|p| !wanted(p)) {
+                continue;
+            }
+            out.push(mismatch(
+                Problem::Extra,
+                key.clone(),
+                "lookup row of a custom field that does not exist",
+                Fix::Delete,
+            ));
+        }
+        let mut seen_partitions = HashSet::new();
+        for (id, (issue, sort)) in &self.issues {
+            if !wanted(&issue.project) {
+                continue;
+            }
+            seen_partitions.insert(id.to_string());
+            self.check_issue(&mut out, issue, sort.as_deref());
+        }
+        // Index rows whose issue is gone.
+        for (pk, rows) in &self.index_rows {
+            if seen_partitions.contains(pk) || self.pending_sweeps.contains(pk) {
+                continue;
+            }
+            let issue_known = IssueId::parse(pk).ok().and_then(|id| self.issues.get(&id));
+            if issue_known.is_some() {
+                // Belongs to an issue of a project outside `only`.
+                continue;
+            }
+            for row in rows {
+                let Some(key) = items::item_key(row) else {
+                    continue;
+                };
+                if only.is_some_and(|p| !row_belongs_to(&key, p, &self.fields)) {
+                    continue;
+                }
+                out.push(mismatch(
+                    Problem::Extra,
+                    key,
+                    "index row of an issue that does not exist",
+                    Fix::Delete,
+                ));
+            }
+        }
+        out.sort_by(|a, b| (&a.key, a.problem).cmp(&(&b.key, b.problem)));
+        out
+    }
+
+    fn check_issue(&self, out: &mut Vec<Mismatch>, issue: &Issue, sort: Option<&str>) {
+        let Some((project, _)) = self.projects.get(&issue.project) else {
+            out.push(mismatch(
+                Problem::Extra,
+                keys::issue(&issue.id, &issue.project),
+                "issue of a project that does not exist",
+                Fix::None,
+            ));
+            return;
+        };
+        if project.deleted && self.pending_sweeps.contains(project.id.as_str()) {
+            return;
+        }
+        let fields: &[CustomField] = self
+            .fields
+            .get(&issue.project)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let live: Vec<CustomField> = fields.iter().filter(|f| !f.deleted).cloned().collect();
+        // Cells of deleted fields whose sweep is pending are the sweep's; other cells that no
+        // live field accepts are reported.
+        let mut sweeping = HashSet::new();
+        for (field_id, text) in &issue.values {
+            match fields.iter().find(|f| &f.id == field_id) {
+                Some(f) if f.deleted && self.pending_sweeps.contains(f.id.as_str()) => {
+                    sweeping.insert(format!("{}{}", keys::VALUE_PREFIX, f.id.part()));
+                }
+                Some(f) if !f.deleted => {
+                    if FieldValue::parse(f.field_type, text).is_err() {
+                        out.push(mismatch(
+                            Problem::Stale,
+                            keys::issue(&issue.id, &issue.project),
+                            &format!(
+                                "value {text:?} of {field_id} is not a valid {}",
+                                f.field_type.as_str()
+                            ),
+                            Fix::None,
+                        ));
+                    }
+                }
+                _ => out.push(mismatch(
+                    Problem::Extra,
+                    keys::issue(&issue.id, &issue.project),
+                    &format!("cell of {field_id}, which is not a custom field of the project"),
+                    Fix::None,
+                )),
+            }
+        }
+        let expected_rows = derive_lenient(issue, &live);
+        let source_key = keys::issue(&issue.id, &issue.project);
+        check_gsi1sk(
+            out,
+            source_key.clone(),
+            sort,
+            Some(&keys::issue_sort(issue.num)),
+        );
+        let actual: HashMap<Key, &Item> = self
+            .index_rows
+            .get(issue.id.as_str())
+            .into_iter()
+            .flatten()
+            .filter_map(|item| Some((items::item_key(item)?, item)))
+            .collect();
+        let mut expected_keys = HashSet::new();
+        for row in expected_rows {
+            let Some(key) = items::item_key(&row) else {
+                continue;
+            };
+            if key == source_key {
+                continue;
+            }
+            expected_keys.insert(key.clone());
+            match actual.get(&key) {
+                None => out.push(mismatch(Problem::Missing, key, "index row", Fix::Put(row))),
+                Some(stored) if **stored != row => {
+                    let detail = format!(
+                        "index row has GSI1SK {:?}, expected {:?}",
+                        gsi1sk(stored).unwrap_or_default(),
+                        gsi1sk(&row).unwrap_or_default()
+                    );
+                    out.push(mismatch(Problem::Stale, key, &detail, Fix::Put(row)))
+                }
+                Some(_) => {}
+            }
+        }
+        for key in actual.keys() {
+            if !expected_keys.contains(key) && !sweeping.contains(&key.sk) {
+                out.push(mismatch(
+                    Problem::Extra,
+                    key.clone(),
+                    "index row that the issue does not imply",
+                    Fix::Delete,
+                ));
+            }
+        }
+    }
+}
+
+/// Whether an orphan index row belongs to project `p` (by its sort-row partition, or its
+/// value row's field).
+fn row_belongs_to(key: &Key, p: &ProjectId, fields: &HashMap<ProjectId, Vec<CustomField>>) -> bool {
+    if key.sk.starts_with(p.as_str()) {
+        return true;
+    }
+    fields.get(p).is_some_and(|fs| {
+        fs.iter()
+            .any(|f| key.sk == format!("{}{}", keys::VALUE_PREFIX, f.id.part()))
+    })
+}
+
+fn check_gsi1sk(out: &mut Vec<Mismatch>, key: Key, actual: Option<&str>, expected: Option<&str>) {
+    match (actual, expected) {
+        (None, Some(e)) => out.push(mismatch(
+            Problem::Missing,
+            key,
+            &format!("GSI1SK (expected {e:?})"),
+            Fix::SetGsi1sk(e.to_string()),
+        )),
+        (Some(a), Some(e)) if a != e => out.push(mismatch(
+            Problem::Stale,
+            key,
+            &format!("GSI1SK is {a:?}, expected {e:?}"),
+            Fix::SetGsi1sk(e.to_string()),
+        )),
+        (Some(a), None) => out.push(mismatch(
+            Problem::Extra,
+            key,
+            &format!("GSI1SK {a:?} on a row that should not be listed"),
+            Fix::RemoveGsi1sk,
+        )),
+        _ => {}
+    }
+}
+
+fn mismatch(problem: Problem, key: Key, detail: &str, fix: Fix) -> Mismatch {
+    Mismatch {
+        problem,
+        key,
+        detail: detail.to_string(),
+        fix,
+    }
+}
