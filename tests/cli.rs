@@ -1,5 +1,6 @@
 //! The `gridgate` binary end to end, against both stores: `table create`, `seed --demo`,
-//! `seed --synthetic` (one JSON line per project), `serve` on port 0, and `schema`.
+//! `seed --synthetic` (one JSON line per project), `serve` on port 0, `verify`, `reindex` and
+//! `schema`.
 
 mod support;
 
@@ -13,12 +14,14 @@ use support::dynamodb_local;
 /// A command line and environment for one isolated store.
 struct Cli {
     args: Vec<String>,
+    store: gridgate::config::StoreConfig,
     _dir: tempfile::TempDir,
 }
 
 impl Cli {
     fn new(backend: Backend) -> Cli {
         let dir = tempfile::tempdir().unwrap();
+        let mut store = gridgate::config::StoreConfig::embedded(dir.path());
         let args = match backend {
             Backend::Embedded => vec![
                 "--store".into(),
@@ -39,7 +42,26 @@ impl Cli {
                 ),
             ],
         };
-        Cli { args, _dir: dir }
+        if backend == Backend::Dynamodb {
+            store.store = gridgate::config::StoreKind::Dynamodb;
+            store.endpoint = Some(args[3].clone());
+            store.table = args[5].clone();
+        }
+        Cli {
+            args,
+            store,
+            _dir: dir,
+        }
+    }
+
+    /// Runs a command that must fail; returns its stdout and stderr.
+    fn run_failing(&self, sub: &[&str]) -> (String, String) {
+        let out = self.command(sub).output().expect("run gridgate");
+        assert!(!out.status.success(), "gridgate {sub:?} succeeded");
+        (
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
     }
 
     fn command(&self, sub: &[&str]) -> Command {
@@ -180,7 +202,82 @@ async fn seeds_and_serves(backend: Backend) {
     cli.run(&["seed", "--demo"]);
 }
 
-crate::both_stores!(seeds_and_serves);
+/// `verify` is clean on seeded data; after rows are damaged it prints one line per
+/// mismatch and fails; `reindex` repairs them and `verify` is clean again.
+async fn verify_and_reindex_find_and_repair_drift(backend: Backend) {
+    use gridgate::store::{AttrPath, AttributeValue, Key, UpdateAction, WriteOp};
+    let cli = Cli::new(backend);
+    cli.run(&["table", "create"]);
+    cli.run(&["seed", "--demo"]);
+    assert_eq!(cli.run(&["verify"]), "");
+    {
+        // Damage: lose a name row, and give an issue a wrong GSI1SK (written by "another tool").
+        let store = cli.store.open().await.unwrap();
+        store
+            .transact_write(vec![
+                WriteOp::Delete {
+                    key: Key::new("issue-020e", "project-35e9#name"),
+                    condition: None,
+                },
+                WriteOp::Update {
+                    key: Key::new("issue-67d1", "project-35e9"),
+                    actions: vec![UpdateAction::Set(
+                        AttrPath::new(["GSI1SK"]),
+                        AttributeValue::S("0000000009".into()),
+                    )],
+                    condition: None,
+                },
+            ])
+            .await
+            .unwrap();
+    }
+    let (out, err) = cli.run_failing(&["verify"]);
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        [
+            "missing (issue-020e, project-35e9#name): index row",
+            "stale (issue-67d1, project-35e9): GSI1SK is \"0000000009\", expected \"0000000002\"",
+        ],
+        "{err}"
+    );
+    let (only, _) = cli.run_failing(&["verify", "--project", "project-35e9"]);
+    assert_eq!(only, out);
+    assert_eq!(cli.run(&["verify", "--project", "project-7b7e"]), "");
+    let repaired = cli.run(&["reindex"]);
+    assert_eq!(repaired.lines().count(), 2, "{repaired}");
+    assert_eq!(cli.run(&["verify"]), "");
+    assert_eq!(cli.run(&["reindex"]), "", "idempotent");
+}
+
+crate::both_stores!(seeds_and_serves, verify_and_reindex_find_and_repair_drift);
+
+/// Store flags mean the same on every subcommand: a DynamoDB-only flag with the embedded
+/// store is an error that says so.
+#[test]
+fn endpoint_with_the_embedded_store_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for sub in [
+        &["serve"][..],
+        &["verify"],
+        &["reindex"],
+        &["seed", "--demo"],
+        &["table", "create"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_gridgate"))
+            .args(sub)
+            .args(["--store", "embedded", "--endpoint", "http://127.0.0.1:9"])
+            .arg("--data-dir")
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{sub:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("--endpoint") && err.contains("--store dynamodb"),
+            "{sub:?}: {err}"
+        );
+    }
+}
 
 /// `--no-demo`, or its variable with any usual spelling of true, keeps an empty store empty.
 #[tokio::test]
