@@ -423,10 +423,7 @@ impl Writes {
             let [definition, _] = items::field_items(&updated);
             let op = WriteOp::Put {
                 item: definition,
-                condition: Some(Condition::All(vec![
-                    Condition::equals(attrs::VERSION, items::number(field.version)),
-                    Condition::AttributeMissing(attrs::DELETED.into()),
-                ])),
+                condition: Some(field_unchanged(&field)),
             };
             Ok(Plan::new(vec![op], id.to_string()))
         })
@@ -456,10 +453,7 @@ impl Writes {
                 bump_fields_version(&data.project),
                 WriteOp::Put {
                     item: definition,
-                    condition: Some(Condition::All(vec![
-                        Condition::equals(attrs::VERSION, items::number(field.version)),
-                        Condition::AttributeMissing(attrs::DELETED.into()),
-                    ])),
+                    condition: Some(field_unchanged(&field)),
                 },
                 put_new(items::sweep_item(&new_job(target.clone()))),
             ];
@@ -1015,6 +1009,16 @@ fn project_unchanged(project: &Project) -> Condition {
     Condition::All(vec![
         Condition::AttributeMissing(attrs::DELETED.into()),
         fields,
+    ])
+}
+
+/// The field row still holds what the write read. Compared by content rather than by
+/// `Version`, so rows written by other tools without a `Version` can be edited too.
+fn field_unchanged(field: &CustomField) -> Condition {
+    Condition::All(vec![
+        Condition::equals(attrs::NAME, AttributeValue::S(field.name.clone())),
+        Condition::equals(attrs::POSITION, items::number(u64::from(field.position))),
+        Condition::AttributeMissing(attrs::DELETED.into()),
     ])
 }
 
