@@ -1,0 +1,436 @@
+//! Reads for the embedded store: Query plans as exact redb key ranges, paging by `Limit` and
+//! 1 MB, Scan and BatchGetItem, each priced as DynamoDB prices it.
+
+use redb::{Database, ReadableDatabase};
+
+use super::table::{decode, unavailable, GSI1_INDEX, ITEMS};
+use super::validate::{check_key_value, validate_key};
+use crate::store::capacity::item_size;
+use crate::store::limits::{MAX_PARTITION_KEY_BYTES, MAX_SORT_KEY_BYTES, PAGE_BYTES};
+use crate::store::table::{GSI1SK, PK, SK};
+use crate::store::{
+    BatchGetOutput, Capacity, Filter, Index, Item, Key, Query, QueryOutput, ScanOutput,
+    SortCondition, StartKey, StoreError,
+};
+
+/// What a BatchGetItem costs. Each key is read as its own GetItem: found items are rounded up
+/// to 4 KB each, and a key that names no item still costs the minimum read, as AWS documents
+/// (DynamoDB Local reports 0 for it; see ARCHITECTURE.md, "Cost accounting").
+fn batch_get_capacity(found_sizes: &[usize], missing: usize) -> Capacity {
+    Capacity::for_batch_get_sizes(
+        found_sizes
+            .iter()
+            .copied()
+            .chain(std::iter::repeat_n(0, missing)),
+    )
+}
+
+pub(super) fn batch_get_sync(db: &Database, keys: &[Key]) -> Result<BatchGetOutput, StoreError> {
+    let txn = db.begin_read().map_err(unavailable)?;
+    let table = txn.open_table(ITEMS).map_err(unavailable)?;
+    let mut items = Vec::new();
+    let mut sizes = Vec::new();
+    for key in keys {
+        if let Some(guard) = table
+            .get((key.pk.as_str(), key.sk.as_str()))
+            .map_err(unavailable)?
+        {
+            let item = decode(guard.value())?;
+            sizes.push(item_size(&item));
+            items.push(item);
+        }
+    }
+    Ok(BatchGetOutput {
+        items,
+        unprocessed: Vec::new(),
+        consumed: batch_get_capacity(&sizes, keys.len() - sizes.len()),
+    })
+}
+
+/// A validated Query turned into a half-open range `[lo, hi)` of redb keys. Table keys are
+/// `[partition, SK]`; index keys are `[partition, GSI1SK, PK]`. Comparing these vectors
+/// lexicographically is the order redb uses for the tuple keys, because every element compares
+/// by bytes.
+pub(super) struct QueryPlan {
+    index: Index,
+    forward: bool,
+    limit: Option<usize>,
+    lo: Vec<String>,
+    hi: Vec<String>,
+}
+
+impl QueryPlan {
+    pub(super) fn new(query: &Query) -> Result<QueryPlan, StoreError> {
+        let (partition_name, partition_max) = match query.index {
+            Index::Table => (PK, MAX_PARTITION_KEY_BYTES),
+            Index::Gsi1 => (SK, MAX_SORT_KEY_BYTES),
+        };
+        check_key_value(partition_name, &query.partition, partition_max)?;
+        let limit = match query.limit {
+            Some(0) => {
+                return Err(StoreError::Invalid("Query Limit must be at least 1".into()));
+            }
+            Some(n) => Some(usize::try_from(n).unwrap_or(usize::MAX)),
+            None => None,
+        };
+        let (sort_lo, sort_hi) = sort_bounds(&query.sort)?;
+        let partition = query.partition.clone();
+        // Index keys carry PK as a third element; "" sorts before every real PK (key values are
+        // never empty), so it stands for "the first entry with this GSI1SK".
+        let pad = |mut key: Vec<String>| {
+            if query.index == Index::Gsi1 {
+                key.push(String::new());
+            }
+            key
+        };
+        let mut lo = pad(vec![partition.clone(), sort_lo]);
+        let mut hi = match sort_hi {
+            Some(h) => pad(vec![partition.clone(), h]),
+            // The end of the partition: `partition + "\0"` is the next string after
+            // `partition`, so no key of this partition reaches it.
+            None => pad(vec![successor(&partition), String::new()]),
+        };
+        if let Some(start) = &query.start {
+            let position = start_position(query, start)?;
+            if query.forward {
+                // Exclusive start going up: begin at the position's successor.
+                let mut after = position;
+                if let Some(last) = after.last_mut() {
+                    last.push('\0');
+                }
+                lo = lo.max(after);
+            } else {
+                hi = hi.min(position);
+            }
+        }
+        Ok(QueryPlan {
+            index: query.index,
+            forward: query.forward,
+            limit,
+            lo,
+            hi,
+        })
+    }
+}
+
+/// The smallest string greater than `s` in byte order.
+fn successor(s: &str) -> String {
+    format!("{s}\0")
+}
+
+/// The sort-key condition as a half-open range `[lo, hi)` of sort-key values; `hi == None`
+/// means "to the end of the partition". The bounds are exact, so the scan reads no item the
+/// condition would reject.
+fn sort_bounds(sort: &SortCondition) -> Result<(String, Option<String>), StoreError> {
+    let operand = |v: &String| check_key_value("sort key condition", v, MAX_SORT_KEY_BYTES);
+    Ok(match sort {
+        SortCondition::Any => (String::new(), None),
+        SortCondition::Eq(v) => {
+            operand(v)?;
+            (v.clone(), Some(successor(v)))
+        }
+        SortCondition::BeginsWith(p) => {
+            operand(p)?;
+            (p.clone(), prefix_end(p))
+        }
+        SortCondition::Between(a, b) => {
+            operand(a)?;
+            operand(b)?;
+            if a > b {
+                return Err(StoreError::Invalid(
+                    "BETWEEN requires the lower bound to be at most the upper bound".into(),
+                ));
+            }
+            (a.clone(), Some(successor(b)))
+        }
+        SortCondition::Lt(v) => {
+            operand(v)?;
+            (String::new(), Some(v.clone()))
+        }
+        SortCondition::Le(v) => {
+            operand(v)?;
+            (String::new(), Some(successor(v)))
+        }
+        SortCondition::Gt(v) => {
+            operand(v)?;
+            (successor(v), None)
+        }
+        SortCondition::Ge(v) => {
+            operand(v)?;
+            (v.clone(), None)
+        }
+    })
+}
+
+/// The smallest string greater than every string starting with `prefix`, or `None` if there is
+/// none. UTF-8 byte order is code point order, so incrementing the last code point that can be
+/// incremented (dropping any `char::MAX` after it) gives that bound.
+fn prefix_end(prefix: &str) -> Option<String> {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(c) = chars.pop() {
+        let next = match c {
+            '\u{D7FF}' => Some('\u{E000}'),
+            _ => char::from_u32(u32::from(c) + 1),
+        };
+        if let Some(next) = next {
+            chars.push(next);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    None
+}
+
+/// Checks an exclusive start key the way DynamoDB does and returns its position in the scan.
+///
+/// DynamoDB rejects a start key of another partition ("outside query boundaries") and one whose
+/// sort key does not satisfy the key condition ("does not match the range key predicate"); the
+/// key must also have exactly the attributes of the key schema being read.
+fn start_position(query: &Query, start: &StartKey) -> Result<Vec<String>, StoreError> {
+    validate_key(&start.key)?;
+    let invalid = |why: &str| {
+        Err(StoreError::Invalid(format!(
+            "start key {}: {why}",
+            start.key
+        )))
+    };
+    match (query.index, &start.gsi1sk) {
+        (Index::Table, None) => {
+            if start.key.pk != query.partition {
+                return invalid("outside the queried partition");
+            }
+            if !query.sort.matches(&start.key.sk) {
+                return invalid("does not match the sort key condition");
+            }
+            Ok(vec![start.key.pk.clone(), start.key.sk.clone()])
+        }
+        (Index::Gsi1, Some(g)) => {
+            check_key_value(GSI1SK, g, MAX_SORT_KEY_BYTES)?;
+            if start.key.sk != query.partition {
+                return invalid("outside the queried partition");
+            }
+            if !query.sort.matches(g) {
+                return invalid("does not match the sort key condition");
+            }
+            Ok(vec![start.key.sk.clone(), g.clone(), start.key.pk.clone()])
+        }
+        (Index::Table, Some(_)) => invalid("a table query's start key has no GSI1SK"),
+        (Index::Gsi1, None) => invalid("a GSI1 query's start key needs GSI1SK"),
+    }
+}
+
+/// Collects one Query page: counts what was read, applies the filter, and decides when the
+/// page is over.
+struct Page<'a> {
+    limit: Option<usize>,
+    filter: Option<&'a Filter>,
+    items: Vec<Item>,
+    scanned: usize,
+    bytes: usize,
+    last_evaluated: Option<StartKey>,
+}
+
+impl<'a> Page<'a> {
+    fn new(limit: Option<usize>, filter: Option<&'a Filter>) -> Self {
+        Page {
+            limit,
+            filter,
+            items: Vec::new(),
+            scanned: 0,
+            bytes: 0,
+            last_evaluated: None,
+        }
+    }
+
+    /// Takes one item read at `position`; returns `true` when the page is full. DynamoDB ends a
+    /// page when `Limit` items have been read or when 1 MB has been read, and in both cases
+    /// returns the last item read as `LastEvaluatedKey` without looking further, even if no
+    /// item follows.
+    fn read(&mut self, item: Item, position: impl FnOnce() -> StartKey) -> bool {
+        self.scanned += 1;
+        self.bytes += item_size(&item);
+        if self.filter.is_none_or(|f| f.matches(&item)) {
+            self.items.push(item);
+        }
+        let full = self.limit.is_some_and(|l| self.scanned >= l) || self.bytes >= PAGE_BYTES;
+        if full {
+            self.last_evaluated = Some(position());
+        }
+        full
+    }
+
+    fn finish(self) -> QueryOutput {
+        QueryOutput {
+            items: self.items,
+            last_evaluated: self.last_evaluated,
+            scanned: self.scanned,
+            consumed: Capacity::for_query_bytes(self.bytes),
+        }
+    }
+}
+
+/// A page of the table in key order after `start`, stopping at `limit` items or after 1 MB
+/// read, priced like a Query (one rounding for the page).
+pub(super) fn scan_sync(
+    db: &Database,
+    start: Option<&Key>,
+    limit: Option<u32>,
+) -> Result<ScanOutput, StoreError> {
+    let txn = db.begin_read().map_err(unavailable)?;
+    let table = txn.open_table(ITEMS).map_err(unavailable)?;
+    let range = match start {
+        Some(key) => table.range((key.pk.as_str(), key.sk.as_str())..),
+        None => table.range::<(&str, &str)>(..),
+    }
+    .map_err(unavailable)?;
+    let limit = limit.map_or(usize::MAX, |l| l as usize);
+    let mut out = ScanOutput::default();
+    let mut bytes = 0;
+    let mut last = None;
+    for entry in range {
+        let (key, value) = entry.map_err(unavailable)?;
+        let (pk, sk) = key.value();
+        if start.is_some_and(|s| s.pk == pk && s.sk == sk) {
+            continue;
+        }
+        if out.items.len() >= limit || bytes >= PAGE_BYTES {
+            out.last_evaluated = last;
+            break;
+        }
+        let item = decode(value.value())?;
+        bytes += item_size(&item);
+        last = Some(Key::new(pk, sk));
+        out.items.push(item);
+    }
+    out.consumed = Capacity::for_query_bytes(bytes);
+    Ok(out)
+}
+
+pub(super) fn query_sync(
+    db: &Database,
+    plan: &QueryPlan,
+    filter: Option<&Filter>,
+) -> Result<QueryOutput, StoreError> {
+    let mut page = Page::new(plan.limit, filter);
+    // A start key at or past the end of the condition's range leaves nothing to read; redb's
+    // range needs lo <= hi, so this is checked rather than handed down.
+    if plan.lo >= plan.hi {
+        return Ok(page.finish());
+    }
+    let txn = db.begin_read().map_err(unavailable)?;
+    let items = txn.open_table(ITEMS).map_err(unavailable)?;
+    match plan.index {
+        Index::Table => {
+            let (lo, hi) = (&plan.lo, &plan.hi);
+            let range = items
+                .range((lo[0].as_str(), lo[1].as_str())..(hi[0].as_str(), hi[1].as_str()))
+                .map_err(unavailable)?;
+            let entries: Box<dyn Iterator<Item = _>> = if plan.forward {
+                Box::new(range)
+            } else {
+                Box::new(range.rev())
+            };
+            for entry in entries {
+                let (key, value) = entry.map_err(unavailable)?;
+                let item = decode(value.value())?;
+                let position = || {
+                    let (pk, sk) = key.value();
+                    StartKey {
+                        key: Key::new(pk, sk),
+                        gsi1sk: None,
+                    }
+                };
+                if page.read(item, position) {
+                    break;
+                }
+            }
+        }
+        Index::Gsi1 => {
+            let index = txn.open_table(GSI1_INDEX).map_err(unavailable)?;
+            let (lo, hi) = (&plan.lo, &plan.hi);
+            let range = index
+                .range(
+                    (lo[0].as_str(), lo[1].as_str(), lo[2].as_str())
+                        ..(hi[0].as_str(), hi[1].as_str(), hi[2].as_str()),
+                )
+                .map_err(unavailable)?;
+            let entries: Box<dyn Iterator<Item = _>> = if plan.forward {
+                Box::new(range)
+            } else {
+                Box::new(range.rev())
+            };
+            for entry in entries {
+                let (key, _) = entry.map_err(unavailable)?;
+                let (sk, gsi1sk, pk) = key.value();
+                // Projection ALL: the index entry stands for the whole item, read from the
+                // table in the same snapshot, so it cannot be missing unless the file is bad.
+                let item = match items.get((pk, sk)).map_err(unavailable)? {
+                    Some(guard) => decode(guard.value())?,
+                    None => {
+                        return Err(StoreError::Corrupt(format!(
+                            "GSI1 entry ({sk}, {gsi1sk}, {pk}) has no item"
+                        )));
+                    }
+                };
+                let position = || StartKey {
+                    key: Key::new(pk, sk),
+                    gsi1sk: Some(gsi1sk.to_owned()),
+                };
+                if page.read(item, position) {
+                    break;
+                }
+            }
+        }
+    }
+    Ok(page.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::embedded::tests::{item, s, sks, store, table_start, with};
+    use crate::store::Store;
+
+    #[tokio::test]
+    async fn a_page_ends_after_one_megabyte_read() {
+        let (_dir, store) = store().await;
+        // Each item is exactly 300 KiB by DynamoDB's count, so the fourth read crosses 1 MiB.
+        let big = |sk: &str| {
+            let base = item("P", sk, None);
+            let pad = 300 * 1024 - item_size(&base) - "Pad".len();
+            with(base, "Pad", s(&"x".repeat(pad)))
+        };
+        assert_eq!(item_size(&big("k1")), 300 * 1024);
+        let sks_all = ["k1", "k2", "k3", "k4", "k5"];
+        store
+            .put_many(sks_all.iter().map(|k| big(k)).collect())
+            .await
+            .unwrap();
+
+        let first = store
+            .query(&Query::partition(Index::Table, "P"))
+            .await
+            .unwrap();
+        assert_eq!(sks(&first.items), vec!["k1", "k2", "k3", "k4"]);
+        assert_eq!(first.scanned, 4);
+        assert_eq!(first.last_evaluated, Some(table_start("P", "k4")));
+        assert_eq!(first.consumed, Capacity::for_query_bytes(4 * 300 * 1024));
+
+        let second = store
+            .query(&Query {
+                start: first.last_evaluated,
+                ..Query::partition(Index::Table, "P")
+            })
+            .await
+            .unwrap();
+        assert_eq!(sks(&second.items), vec!["k5"]);
+        assert_eq!(second.last_evaluated, None);
+    }
+
+    #[test]
+    fn prefix_end_is_the_next_string_after_every_extension() {
+        assert_eq!(prefix_end("ab"), Some("ac".to_owned()));
+        assert_eq!(prefix_end("a\u{10FFFF}"), Some("b".to_owned()));
+        assert_eq!(prefix_end("\u{D7FF}"), Some("\u{E000}".to_owned()));
+        assert_eq!(prefix_end("\u{10FFFF}"), None);
+    }
+}
