@@ -101,6 +101,71 @@ fn graphql_never_builds_keys_or_calls_stores() {
 }
 
 #[test]
+fn only_keys_spells_keys_and_only_sortkey_encodes() {
+    for (path, text) in src_files() {
+        let code = non_test_code(&text);
+        if path != "src/keys.rs" {
+            for needle in [
+                "\"xvalue-",
+                "\"#name\"",
+                "\"#state\"",
+                "\"mutation#",
+                "\"sweep#",
+            ] {
+                assert!(
+                    !code.contains(needle),
+                    "{path} spells a key ({needle}): only src/keys.rs may"
+                );
+            }
+            // Sort strings are built by `keys` from `sortkey`; elsewhere only its limits are read.
+            let encodes = code
+                .match_indices("sortkey::")
+                .any(|(i, _)| !code[i..].starts_with("sortkey::MAX_"));
+            if path != "src/sortkey.rs" {
+                assert!(
+                    !encodes,
+                    "{path} encodes sort strings: only src/keys.rs calls src/sortkey.rs"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn per_request_state_is_built_in_one_place() {
+    // Metered stores and loaders are per request: only the request context builds them.
+    for (path, text) in src_files() {
+        let code = non_test_code(&text);
+        if path != "src/graphql/context.rs" && !path.starts_with("src/store/") {
+            for needle in ["Metered::new(", "Loaders::for_request("] {
+                assert!(
+                    !code.contains(needle),
+                    "{path} builds per-request state ({needle}): only graphql/context.rs may"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn index_rows_are_derived_and_diffed_by_items_only() {
+    // Writers, reindex, verify and the seeder derive rows with `items::issue_items` and diff
+    // them with `items::diff_rows`; nobody builds index rows by hand.
+    for (path, text) in src_files() {
+        let code = non_test_code(&text);
+        if path == "src/items.rs" {
+            continue;
+        }
+        for needle in ["types::FIELD_VALUE.into()", "types::ISSUE_SORT.into()"] {
+            assert!(
+                !code.contains(needle),
+                "{path} builds index rows ({needle}): derive them with items::issue_items"
+            );
+        }
+    }
+}
+
+#[test]
 fn only_the_write_layer_writes() {
     // Mutations, sweeps and repairs live in `repo`; seeding bulk-loads rows the same row
     // builders made. Nothing else may write to the table.

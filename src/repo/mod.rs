@@ -1,6 +1,7 @@
 //! The single-table access patterns: every read the API makes, written once above the
-//! [`Store`] trait so both stores share it; the write layer ([`writes`]), the sweeps that
-//! finish deletions ([`sweep`]) and the consistency tools ([`verify`]) sit beside it.
+//! [`Store`](crate::store::Store) trait so both stores share it; the write layer ([`writes`]),
+//! the sweeps that finish deletions ([`sweep`]) and the consistency tools ([`verify`]) sit
+//! beside it.
 //!
 //! Each method names the DynamoDB calls it makes; the per-request cost budgets in the tests
 //! are sums of these.

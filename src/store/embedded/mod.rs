@@ -324,7 +324,7 @@ mod tests {
         }
     }
 
-    /// All index entries, to check GSI maintenance directly.
+    /// Data written before closing is there after reopening; calls before `ensure_table` fail.
     #[tokio::test]
     async fn data_survives_reopening_and_calls_before_ensure_table_fail() {
         let dir = tempfile::tempdir().unwrap();
