@@ -655,15 +655,25 @@ async fn write_costs(backend: Backend) {
     }
     let body = app
         .post(
-            r#"mutation($p: ID!, $v: [FieldValueInput!]) { createIssue(input: {projectId: $p, name: "Ten values", fieldValues: $v}) { issue { id } } }"#,
+            r#"mutation($p: ID!, $v: [FieldValueInput!]) { createIssue(input: {projectId: $p, name: "Ten values", fieldValues: $v}) { issue { id fieldValues { value } project { name } } } }"#,
             json!({"p": f.project, "v": values}),
         )
         .await;
     let cost = body["extensions"]["cost"].clone();
     eprintln!("WRITE COST backend={backend:?} createIssue(10 values) {cost}");
     // One consistent Query of the project, one TransactWriteItems of 14 rows (project counter,
-    // issue, name and state rows, 10 value rows), one consistent read of the issue back.
+    // issue, name and state rows, 10 value rows), one consistent read of the issue back; the
+    // payload's cells and project come from the data the write was checked against.
     assert_eq!(cost["dynamodbCalls"], 3);
+    assert_eq!(
+        body["data"]["createIssue"]["issue"]["fieldValues"]
+            .as_array()
+            .unwrap()
+            .len(),
+        10
+    );
+    // Reads: the project partition (12 fields) and the issue, each strongly consistent.
+    assert_eq!(cost["readCapacityUnits"], 2.0);
     // Each of the 14 rows is under 1 KB, and a transactional write costs 2 WCU per started KB
     // per row: 28 WCU, as AWS charges and the embedded store computes. DynamoDB Local reports
     // far less for transactions (see ARCHITECTURE.md, "Cost accounting"), so its own figure is
@@ -676,14 +686,16 @@ async fn write_costs(backend: Backend) {
     let issue = body["data"]["createIssue"]["issue"]["id"].as_str().unwrap();
     let body = app
         .post(
-            r#"mutation($i: ID!, $f: ID!) { setIssueFieldValues(input: {issueId: $i, values: [{fieldId: $f, value: "5"}]}) { issue { id } } }"#,
+            r#"mutation($i: ID!, $f: ID!) { setIssueFieldValues(input: {issueId: $i, values: [{fieldId: $f, value: "5"}]}) { issue { id fieldValues { value } } } }"#,
             json!({"i": issue, "f": values[3]["fieldId"]}),
         )
         .await;
     let cost = body["extensions"]["cost"].clone();
     eprintln!("WRITE COST backend={backend:?} one cell edit {cost}");
-    // Reads: the issue and its project; the transaction: issue, project check, value row.
+    // Reads: the issue and its project; the transaction: issue, project check, value row;
+    // the issue read back.
     assert_eq!(cost["dynamodbCalls"], 4);
+    assert_eq!(cost["readCapacityUnits"], 3.0);
     assert_eq!(cost["writeCapacityUnits"], wcu(6.0, 12.0));
 }
 

@@ -126,6 +126,7 @@ async fn a_sweep_stopped_half_way_is_finished_by_another_instance(backend: Backe
         lease,
         batch: 49,
         stop_after_batches: stop,
+        settle: Duration::ZERO,
     };
     // Instance A dies after one batch, holding a long lease: B may not take over.
     let a = Sweeper::new(
@@ -179,10 +180,11 @@ async fn sweeping_a_column_of_ten_thousand_cells(backend: Backend) {
         store.clone(),
         sweep_meter.clone(),
     ));
-    let outcomes = Sweeper::new(swept, SweepConfig::default())
-        .run_pending()
-        .await
-        .unwrap();
+    let config = SweepConfig {
+        settle: Duration::ZERO,
+        ..SweepConfig::default()
+    };
+    let outcomes = Sweeper::new(swept, config).run_pending().await.unwrap();
     assert_eq!(outcomes[0].1, SweepOutcome::Finished);
     let sweep_cost = sweep_meter.report();
     eprintln!(

@@ -13,7 +13,7 @@ use super::types::{
 };
 use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::model;
-use crate::repo::writes::{CellInput, Writes};
+use crate::repo::writes::{CellInput, Writes, Written};
 use crate::repo::{IssueKey, Repo};
 
 fn writes<'a>(ctx: &Context<'a>) -> Result<&'a Writes, ApiError> {
@@ -54,8 +54,14 @@ async fn read_project(ctx: &Context<'_>, id: &ProjectId) -> Result<model::Projec
     Ok(data)
 }
 
-async fn read_issue(ctx: &Context<'_>, id: &str) -> Result<model::Issue, ApiError> {
-    let id = IssueId::parse(id).map_err(|_| ApiError::Internal)?;
+/// Reads an issue back (one strongly consistent Query) and hands it, and the project data the
+/// write was checked against, to the request's loader: the payload's nested fields (cells,
+/// project) need no further reads.
+async fn read_issue(ctx: &Context<'_>, written: Written) -> Result<model::Issue, ApiError> {
+    if let Some(data) = written.project {
+        loader(ctx)?.feed_one(data.project.id.clone(), data).await;
+    }
+    let id = IssueId::parse(&written.id).map_err(|_| ApiError::Internal)?;
     let issue = writes(ctx)?
         .repo()
         .load_issue(&id, true)
@@ -470,7 +476,7 @@ impl MutationRoot {
             )
             .await
             .map_err(ApiError::from)?;
-        let issue = read_issue(ctx, &written.id).await?;
+        let issue = read_issue(ctx, written).await?;
         Ok(CreateIssuePayload {
             edge: IssueEdge {
                 cursor: Repo::issue_cursor(&issue),
@@ -499,7 +505,7 @@ impl MutationRoot {
             .await
             .map_err(ApiError::from)?;
         Ok(UpdateIssuePayload {
-            issue: Issue(read_issue(ctx, &written.id).await?),
+            issue: Issue(read_issue(ctx, written).await?),
             client_mutation_id: cmid,
         })
     }
@@ -522,7 +528,7 @@ impl MutationRoot {
             .await
             .map_err(ApiError::from)?;
         Ok(SetIssueFieldValuesPayload {
-            issue: Issue(read_issue(ctx, &written.id).await?),
+            issue: Issue(read_issue(ctx, written).await?),
             client_mutation_id: cmid,
         })
     }

@@ -116,6 +116,9 @@ pub struct Written {
     /// Whether this is the recorded result of an earlier call with the same
     /// `clientMutationId` (nothing was written this time).
     pub replayed: bool,
+    /// The project and fields the write was planned and checked against (issue writes only):
+    /// the transaction's `FieldsVersion` check proves the fields were still these at commit.
+    pub project: Option<ProjectData>,
 }
 
 /// A planned mutation: the operations and what they produce.
@@ -128,6 +131,8 @@ struct Plan {
     guarded: Option<usize>,
     /// A sweep to start once the transaction committed.
     sweep: Option<SweepTarget>,
+    /// See [`Written::project`].
+    project: Option<ProjectData>,
 }
 
 impl Plan {
@@ -137,6 +142,7 @@ impl Plan {
             result: result.into(),
             guarded: None,
             sweep: None,
+            project: None,
         }
     }
 }
@@ -503,7 +509,9 @@ impl Writes {
             }];
             ops.extend(rows.into_iter().map(put_new));
             check_fits("fieldValues", &ops, client_id.is_some())?;
-            Ok(Plan::new(ops, issue.id.to_string()))
+            let mut plan = Plan::new(ops, issue.id.to_string());
+            plan.project = Some(data);
+            Ok(plan)
         })
         .await
     }
@@ -655,6 +663,7 @@ impl Writes {
         check_fits("values", &ops, client_id.is_some())?;
         let mut plan = Plan::new(ops, new.id.to_string());
         plan.guarded = guarded.then_some(0);
+        plan.project = Some(data.clone());
         Ok(plan)
     }
 
@@ -727,6 +736,7 @@ impl Writes {
                         return Ok(Written {
                             id: result,
                             replayed: true,
+                            project: None,
                         })
                     }
                     Recorded::Expired(expires_at) => {
@@ -743,6 +753,7 @@ impl Writes {
                 result,
                 guarded,
                 sweep,
+                project,
             } = plan().await?;
             let record_index = client_id.map(|id| {
                 let record = MutationRecord {
@@ -764,6 +775,7 @@ impl Writes {
                     return Ok(Written {
                         id: result,
                         replayed: false,
+                        project,
                     });
                 }
                 // Another call with the same clientMutationId committed first: the next round

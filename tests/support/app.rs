@@ -116,10 +116,12 @@ impl TestApp {
             .expect("bind");
         let addr = listener.local_addr().expect("local addr");
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let settings = Settings {
+        // Both test stores update GSI1 with the table, so sweeps need not wait for it.
+        let mut settings = Settings {
             limits,
             ..Settings::default()
         };
+        settings.sweep.settle = std::time::Duration::ZERO;
         let app = Arc::new(app::build(store, settings));
         let server = app.clone();
         tokio::spawn(async move {
