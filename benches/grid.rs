@@ -1,6 +1,6 @@
-//! Benchmarks of the read path on the embedded store: whole grid pages through the gateway
-//! (in process, no HTTP: metering, loaders, response order included), and the sort-string
-//! encoders on their own.
+//! Benchmarks on the embedded store, through the gateway (in process, no HTTP: metering,
+//! loaders, response order included): whole grid pages, the two commonest edits (a new issue
+//! with 10 values, one cell), and the sort-string encoders on their own.
 //!
 //! `cargo bench --bench grid`; DynamoDB call counts are asserted exactly in the tests, this
 //! measures time only.
@@ -88,6 +88,97 @@ fn grid_pages(c: &mut Criterion) {
     group.finish();
 }
 
+fn edits(c: &mut Criterion) {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (gateway, project, fields, issue) = rt.block_on(async {
+        let store = EmbeddedStore::open(dir.path(), "bench").expect("open");
+        store.ensure_table().await.expect("tables");
+        let store: DynStore = Arc::new(store);
+        let params = Synthetic {
+            projects: 1,
+            issues: 1000,
+            fields: 10,
+            seed: 1,
+        };
+        let created = seed::synthetic(&store, params, |_| {}).await.expect("seed");
+        let project = created[0].project.clone();
+        let gateway = Gateway::new(store, Limits::default(), RetryPolicy::default(), None);
+        let run = |query: String| {
+            let gateway = &gateway;
+            async move {
+                let response = gateway.execute(async_graphql::Request::new(query)).await;
+                assert!(response.errors.is_empty(), "{:?}", response.errors);
+                serde_json::to_value(&response.data).expect("json")
+            }
+        };
+        let data = run(format!(
+            r#"{{ project(id: "{project}") {{ customFields {{ id type }} issues(first: 1) {{ nodes {{ id }} }} }} }}"#
+        ))
+        .await;
+        let fields: Vec<(String, String)> = data["project"]["customFields"]
+            .as_array()
+            .expect("fields")
+            .iter()
+            .map(|f| (f["id"].as_str().unwrap_or_default().to_string(), f["type"].as_str().unwrap_or_default().to_string()))
+            .collect();
+        let issue = data["project"]["issues"]["nodes"][0]["id"]
+            .as_str()
+            .expect("issue")
+            .to_string();
+        (gateway, project, fields, issue)
+    });
+    let value = |ty: &str, i: usize| match ty {
+        "DATE" => format!("2024-01-{:02}", i % 28 + 1),
+        "TEXT" => format!("text {i}"),
+        _ => i.to_string(),
+    };
+    let values: Vec<serde_json::Value> = fields
+        .iter()
+        .enumerate()
+        .map(|(i, (id, ty))| serde_json::json!({"fieldId": id, "value": value(ty, i)}))
+        .collect();
+    let mut group = c.benchmark_group("edits");
+    let create =
+        async_graphql::Variables::from_json(serde_json::json!({"p": project, "v": values}));
+    group.bench_function("create_issue_10_values", |b| {
+        b.to_async(&rt).iter(|| async {
+            let request = async_graphql::Request::new(
+                "mutation($p: ID!, $v: [FieldValueInput!]) { createIssue(input: {projectId: $p, name: \"Bench\", fieldValues: $v}) { issue { id num } } }",
+            )
+            .variables(create.clone());
+            let response = gateway.execute(request).await;
+            assert!(response.errors.is_empty(), "{:?}", response.errors);
+            black_box(response)
+        })
+    });
+    let int_field = fields
+        .iter()
+        .find(|(_, ty)| ty == "INT")
+        .map(|(id, _)| id.clone())
+        .expect("an INT field");
+    let mut n = 0u64;
+    group.bench_function("set_one_cell", |b| {
+        b.to_async(&rt).iter(|| {
+            n += 1;
+            let variables = async_graphql::Variables::from_json(
+                serde_json::json!({"i": issue, "f": int_field, "v": n.to_string()}),
+            );
+            let gateway = &gateway;
+            async move {
+                let request = async_graphql::Request::new(
+                    "mutation($i: ID!, $f: ID!, $v: String) { setIssueFieldValues(input: {issueId: $i, values: [{fieldId: $f, value: $v}]}) { issue { version } } }",
+                )
+                .variables(variables);
+                let response = gateway.execute(request).await;
+                assert!(response.errors.is_empty(), "{:?}", response.errors);
+                black_box(response)
+            }
+        })
+    });
+    group.finish();
+}
+
 fn sort_strings(c: &mut Criterion) {
     let mut group = c.benchmark_group("sortkey");
     let text = "Girder needs replacing: Zürich straße 日本語";
@@ -104,5 +195,5 @@ fn sort_strings(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, grid_pages, sort_strings);
+criterion_group!(benches, grid_pages, edits, sort_strings);
 criterion_main!(benches);

@@ -462,7 +462,7 @@ pub mod attrs {
     pub const DELETED: &str = "Deleted";
     pub const GSI1SK: &str = "GSI1SK";
     pub const POSITION: &str = "Position";
-    pub const EXPIRES_AT: &str = "ExpiresAt";
+    pub const EXPIRES_AT: &str = crate::store::table::TTL;
     pub const LEASE_OWNER: &str = "LeaseOwner";
     pub const LEASE_EXPIRES: &str = "LeaseExpires";
 }
@@ -515,6 +515,8 @@ pub fn diff_rows(old: &[Item], new: &[Item]) -> RowChanges {
 pub struct MutationRecord {
     /// The mutation's field name, e.g. `createIssue`.
     pub mutation: String,
+    /// A digest of the mutation's input: a retry must send the same input.
+    pub fingerprint: String,
     /// The id of the node the mutation wrote (or deleted).
     pub result: String,
     /// Unix seconds after which the record no longer counts (and DynamoDB's TTL may drop it).
@@ -531,6 +533,8 @@ struct MutationRecordItem {
     #[serde(rename = "Type")]
     kind: String,
     mutation: String,
+    #[serde(rename = "Input")]
+    fingerprint: String,
     result: String,
     expires_at: i64,
 }
@@ -541,6 +545,7 @@ pub fn mutation_record_item(key: &Key, record: &MutationRecord) -> Item {
         sk: key.sk.clone(),
         kind: types::MUTATION.into(),
         mutation: record.mutation.clone(),
+        fingerprint: record.fingerprint.clone(),
         result: record.result.clone(),
         expires_at: record.expires_at,
     })
@@ -552,6 +557,7 @@ pub fn decode_mutation_record(item: &Item) -> Result<MutationRecord, ItemError> 
     let raw: MutationRecordItem = from_item(item, E)?;
     Ok(MutationRecord {
         mutation: raw.mutation,
+        fingerprint: raw.fingerprint,
         result: raw.result,
         expires_at: raw.expires_at,
     })

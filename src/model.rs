@@ -160,6 +160,9 @@ const MAX_NUMBER_DIGITS: u64 = 38;
 /// DynamoDB's number range: magnitudes from 1E-130 to below 1E+126.
 const MIN_NUMBER_EXPONENT: i64 = -130;
 const MAX_NUMBER_EXPONENT: i64 = 125;
+/// The longest NUMBER text parsed: long enough for every canonical form (`-0.000…1` of 1e-130
+/// is 133 characters) with room for zeros a client pads, short enough that no input is costly.
+const MAX_NUMBER_TEXT: usize = 200;
 
 impl FieldValue {
     /// Parses the canonical (or any accepted) text of a value of type `ty`.
@@ -177,24 +180,47 @@ impl FieldValue {
                 .map(FieldValue::Int)
                 .map_err(|_| err("expected a whole number between -9223372036854775808 and 9223372036854775807")),
             FieldType::Number => {
-                let d = BigDecimal::from_str(text.trim())
+                let trimmed = text.trim();
+                // A decimal DynamoDB can hold has at most 38 digits and a 3-digit exponent;
+                // anything much longer is refused before parsing, and so are the digit
+                // separators Rust's parser would accept but no other client would write.
+                if trimmed.len() > MAX_NUMBER_TEXT || trimmed.contains('_') {
+                    return Err(err("expected a decimal number such as -3.5 or 1e10"));
+                }
+                let d = BigDecimal::from_str(trimmed)
                     .map_err(|_| err("expected a decimal number such as -3.5 or 1e10"))?
                     .normalized();
                 if d.digits() > MAX_NUMBER_DIGITS {
                     return Err(err("at most 38 significant digits are supported"));
                 }
                 if !d.is_zero() {
-                    // The magnitude lies in [10^(exp-1), 10^exp).
-                    let exponent = d.digits() as i64 - d.fractional_digit_count();
-                    if !(MIN_NUMBER_EXPONENT + 1..=MAX_NUMBER_EXPONENT + 1).contains(&exponent) {
+                    // The magnitude lies in [10^(exp-1), 10^exp). An exponent too large to
+                    // compute is out of range too.
+                    let exponent = i64::try_from(d.digits())
+                        .ok()
+                        .and_then(|digits| digits.checked_sub(d.fractional_digit_count()));
+                    let in_range = exponent.is_some_and(|e| {
+                        (MIN_NUMBER_EXPONENT + 1..=MAX_NUMBER_EXPONENT + 1).contains(&e)
+                    });
+                    if !in_range {
                         return Err(err("magnitude must lie between 1e-130 and 1e126"));
                     }
                 }
                 Ok(FieldValue::Number(d))
             }
             FieldType::Date => {
-                let date = NaiveDate::parse_from_str(text.trim(), "%Y-%m-%d")
-                    .map_err(|_| err("expected a date as YYYY-MM-DD"))?;
+                let trimmed = text.trim();
+                // Exactly YYYY-MM-DD: chrono alone would also take `99-1-1` or `+2023-01-01`.
+                let shaped = trimmed.len() == 10
+                    && trimmed.bytes().enumerate().all(|(i, b)| match i {
+                        4 | 7 => b == b'-',
+                        _ => b.is_ascii_digit(),
+                    });
+                if !shaped {
+                    return Err(err("expected a date as YYYY-MM-DD"));
+                }
+                let date = NaiveDate::parse_from_str(trimmed, "%Y-%m-%d")
+                    .map_err(|_| err("expected a real calendar date as YYYY-MM-DD"))?;
                 if !(1..=9999).contains(&chrono::Datelike::year(&date)) {
                     return Err(err("years 0001 to 9999 are supported"));
                 }
@@ -286,5 +312,50 @@ mod tests {
         .is_err());
         assert!(FieldValue::parse(FieldType::Date, "2023-02-30").is_err());
         assert!(FieldValue::parse(FieldType::Date, "0000-01-01").is_err());
+        for bad in [
+            "1e9223372036854775807",
+            "-1.5e9223372036854775807",
+            "1e-9223372036854775808",
+            "1_000",
+            "1.0_5",
+        ] {
+            assert!(FieldValue::parse(FieldType::Number, bad).is_err(), "{bad}");
+        }
+        for bad in [
+            "99-1-1",
+            "2023-1-1",
+            "+2023-01-01",
+            "2023-01-1",
+            "2023/01/01",
+        ] {
+            assert!(FieldValue::parse(FieldType::Date, bad).is_err(), "{bad}");
+        }
+        assert_eq!(canon(FieldType::Date, " 2023-01-01 "), "2023-01-01");
+        // The canonical forms of the extremes parse again.
+        for extreme in [
+            "9.99e125",
+            "-1e-130",
+            "-12345678901234567890123456789012345678e88",
+        ] {
+            let text = canon(FieldType::Number, extreme);
+            assert_eq!(canon(FieldType::Number, &text), text, "{extreme}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Any text, and especially numbers with huge exponents, is answered with a value or
+        /// an error, never a panic (it comes straight from clients).
+        #[test]
+        fn parsing_never_panics(
+            text in "[-+]?[0-9]{0,3}(\\.[0-9]{0,3})?([eE][-+]?[0-9]{1,3})?|[-+]?[0-9]{0,3}[eE][-+]?[0-9]{15,25}|\\PC{0,40}"
+        ) {
+            for ty in [FieldType::Text, FieldType::Int, FieldType::Number, FieldType::Date] {
+                if let Ok(value) = FieldValue::parse(ty, &text) {
+                    // What parses re-parses to itself (canonical text is stable).
+                    let canonical = value.to_string();
+                    proptest::prop_assert_eq!(FieldValue::parse(ty, &canonical), Ok(value));
+                }
+            }
+        }
     }
 }

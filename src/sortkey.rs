@@ -14,8 +14,8 @@ use chrono::{Datelike, NaiveDate};
 /// Separates the value part from the issue-number part of a composite sort string.
 pub const SEPARATOR: char = '\u{1}';
 
-/// DynamoDB's limit on a sort key's size in bytes.
-pub const MAX_SORT_KEY_BYTES: usize = 1024;
+/// DynamoDB's limit on a sort key's size in bytes (kept with the other limits).
+pub use crate::store::limits::MAX_SORT_KEY_BYTES;
 
 /// Width of [`num`]'s output; a `u32` never has more than ten decimal digits.
 const NUM_WIDTH: usize = 10;

@@ -484,14 +484,22 @@ async fn client_mutation_ids_make_retries_idempotent(backend: Backend) {
     let f = fixture(&app).await;
     let vars = json!({"project": f.project, "name": "once", "cmid": "req-1"});
     let first = app.data(CREATE_ISSUE, vars.clone()).await["createIssue"].clone();
-    // A retry that differs in its body (the network lost the answer and the client rebuilt the
-    // request) still returns the first result.
-    let mut retry_vars = vars.clone();
-    retry_vars["values"] = json!([{"fieldId": f.int_field, "value": "3"}]);
-    let again = app.data(CREATE_ISSUE, retry_vars).await["createIssue"].clone();
+    // A retry whose request is not byte-identical (literals instead of variables, other
+    // formatting, name not yet trimmed) but means the same input returns the first result.
+    let retry = format!(
+        r#"mutation {{ createIssue(input: {{clientMutationId: "req-1", name: "  once ", projectId: "{}"}}) {{ clientMutationId issue {{ id num }} }} }}"#,
+        f.project
+    );
+    let again = app.data(&retry, json!({})).await["createIssue"].clone();
     assert_eq!(first["issue"]["id"], again["issue"]["id"]);
     assert_eq!(again["issue"]["num"], 1);
     assert_eq!(again["clientMutationId"], "req-1");
+    // The same id with other input is refused, not answered with another call's result.
+    let mut other = vars.clone();
+    other["values"] = json!([{"fieldId": f.int_field, "value": "3"}]);
+    let (code, message) = app.error(CREATE_ISSUE, other).await;
+    assert_eq!(code, "BAD_USER_INPUT");
+    assert!(message.starts_with("input.clientMutationId: "), "{message}");
     let next = create_issue(&app, &f.project, "next", json!([])).await;
     assert_eq!(next["issue"]["num"], 2, "the retry minted no number");
     // Concurrent retries of one cell edit apply once.
@@ -513,12 +521,75 @@ async fn client_mutation_ids_make_retries_idempotent(backend: Backend) {
         )
         .await;
     assert_eq!(version["issue"]["version"], 2, "applied exactly once");
+    // Concurrent retries of a conditional update both get the one result, never CONFLICT.
+    let update = r#"mutation($id: ID!) { updateIssue(input: {id: $id, name: "Twice", expectedVersion: 2, clientMutationId: "upd-1"}) { issue { name version } } }"#;
+    let (a, b) = tokio::join!(
+        app.post(update, json!({"id": id})),
+        app.post(update, json!({"id": id}))
+    );
+    for body in [&a, &b] {
+        assert!(body.get("errors").is_none(), "{body:#}");
+        assert_eq!(body["data"]["updateIssue"]["issue"]["name"], "Twice");
+    }
     // The same id for another mutation is refused.
     let (code, message) = app
         .error(CREATE_TENANT, json!({"name": "t", "cmid": "req-1"}))
         .await;
     assert_eq!(code, "BAD_USER_INPUT");
     assert!(message.contains("clientMutationId"), "{message}");
+    assert_clean(&app).await;
+}
+
+/// Rows other tools wrote: a cell its field's type does not accept blocks edits with a clear
+/// message until the edit sets or clears it; a project with an explicit `FieldsVersion` of 0
+/// takes writes like one without.
+async fn foreign_rows_are_edited_safely(backend: Backend) {
+    use gridgate::store::{AttrPath, AttributeValue, Key, UpdateAction, WriteOp};
+    let app = TestApp::spawn(backend).await;
+    let f = fixture(&app).await;
+    let issue = create_issue(&app, &f.project, "a", json!([])).await;
+    let id = issue["issue"]["id"].as_str().unwrap();
+    let tenant_key = |pk: &str, sk: &str| Key::new(pk, sk);
+    app.store
+        .transact_write(vec![
+            WriteOp::Update {
+                key: tenant_key(id, &f.project),
+                actions: vec![UpdateAction::Set(
+                    AttrPath::new(["Values", f.int_field.as_str()]),
+                    AttributeValue::N("4.5".into()),
+                )],
+                condition: None,
+            },
+            WriteOp::Update {
+                key: tenant_key(&f.project, &f.tenant),
+                actions: vec![UpdateAction::Set(
+                    AttrPath::new(["FieldsVersion"]),
+                    AttributeValue::N("0".into()),
+                )],
+                condition: None,
+            },
+        ])
+        .await
+        .unwrap();
+    let (code, message) = app
+        .error(UPDATE_ISSUE, json!({"id": id, "name": "b"}))
+        .await;
+    assert_eq!(code, "BAD_USER_INPUT");
+    assert!(
+        message.starts_with("input.name: the issue's cell of") && message.contains("\"4.5\""),
+        "{message}"
+    );
+    let fixed = app
+        .data(
+            SET_VALUES,
+            json!({"issue": id, "values": [{"fieldId": f.int_field, "value": "4"}]}),
+        )
+        .await;
+    assert_eq!(
+        fixed["setIssueFieldValues"]["issue"]["fieldValues"],
+        json!([{"field": {"id": f.int_field}, "value": "4"}])
+    );
+    create_issue(&app, &f.project, "b", json!([])).await;
     assert_clean(&app).await;
 }
 
@@ -704,6 +775,7 @@ both_stores!(
     validation_errors_name_the_input_field,
     stale_versions_conflict_and_change_nothing,
     client_mutation_ids_make_retries_idempotent,
+    foreign_rows_are_edited_safely,
     deleting_a_field_hides_it_and_sweeps_its_cells,
     deleting_a_project_sweeps_every_row,
     write_costs,

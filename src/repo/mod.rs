@@ -278,6 +278,34 @@ impl Repo {
         }
     }
 
+    /// An issue and every row it has, strongly consistent (one Query of its partition): what
+    /// writers diff against, so a write also repairs index rows that drifted. Only rows of the
+    /// layout's types are returned; rows other tools keep in the partition are left alone.
+    pub async fn issue_rows_consistent(
+        &self,
+        id: &IssueId,
+    ) -> Result<Option<(Issue, Vec<Item>)>, RepoError> {
+        let query = Query {
+            consistent: true,
+            ..Query::partition(Index::Table, id.as_str())
+        };
+        let mut rows = retry::query_all(self.store.as_ref(), &query).await?;
+        rows.retain(|item| {
+            matches!(
+                items::item_type(item),
+                Some(items::types::ISSUE | items::types::FIELD_VALUE | items::types::ISSUE_SORT)
+            )
+        });
+        let Some(source) = rows
+            .iter()
+            .find(|item| items::item_type(item) == Some(items::types::ISSUE))
+        else {
+            return Ok(None);
+        };
+        let issue = items::decode_issue(source)?;
+        Ok(Some((issue, rows)))
+    }
+
     /// The cursor a project has in its tenant's list (by name), for a client that inserts a
     /// new project into its cached list.
     pub fn project_cursor(project: &Project) -> String {

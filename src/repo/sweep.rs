@@ -80,21 +80,35 @@ impl Sweeper {
     }
 
     /// Every pending job, oldest first: one Query of the `sweeps` partition of `GSI1` per
-    /// page.
+    /// page. A job row that cannot be read is logged and left out, so it cannot block the
+    /// others.
     pub async fn pending(&self) -> Result<Vec<SweepJob>, RepoError> {
         let query = Query::partition(Index::Gsi1, keys::SWEEPS_PARTITION);
         let found = retry::query_all(self.store.as_ref(), &query).await?;
-        found
+        Ok(found
             .iter()
-            .map(|item| items::decode_sweep(item).map_err(RepoError::from))
-            .collect()
+            .filter_map(|item| match items::decode_sweep(item) {
+                Ok(job) => Some(job),
+                Err(e) => {
+                    tracing::error!(error = %e, "unreadable sweep job left out");
+                    None
+                }
+            })
+            .collect())
     }
 
-    /// Runs every pending job once; returns how each ended.
+    /// Runs every pending job once; returns how each ended. A job that fails is logged and
+    /// counted as interrupted, and the others still run.
     pub async fn run_pending(&self) -> Result<Vec<(SweepTarget, SweepOutcome)>, RepoError> {
         let mut outcomes = Vec::new();
         for job in self.pending().await? {
-            let outcome = self.run(&job.target).await?;
+            let outcome = match self.run(&job.target).await {
+                Ok(outcome) => outcome,
+                Err(e) => {
+                    tracing::error!(target = job.target.target_id(), error = %e, "sweep failed");
+                    SweepOutcome::Interrupted
+                }
+            };
             outcomes.push((job.target, outcome));
         }
         Ok(outcomes)
@@ -112,6 +126,7 @@ impl Sweeper {
             sweeper: self,
             job_key: job_key.clone(),
             batches: 0,
+            stalled: 0,
         };
         let mut done = run.passes(target).await?;
         let created = job.created.parse::<i64>().unwrap_or(0);
@@ -200,7 +215,14 @@ struct Run<'a> {
     sweeper: &'a Sweeper,
     job_key: Key,
     batches: usize,
+    /// Rounds in a row that read the same index rows as the round before.
+    stalled: u32,
 }
+
+/// How many rounds without progress a sweep waits before leaving the job for later.
+const MAX_STALLED_ROUNDS: u32 = 12;
+const STALL_BASE: Duration = Duration::from_millis(50);
+const STALL_CAP: Duration = Duration::from_secs(2);
 
 impl Run<'_> {
     fn store(&self) -> &DynStore {
@@ -270,6 +292,7 @@ impl Run<'_> {
         let cell = AttrPath::new([items::VALUES, field.as_str()]);
         // Value rows, one batch at a time, always from the start: each batch removes what it
         // read, so a restart simply continues.
+        let mut previous = Vec::new();
         loop {
             let query = Query {
                 limit: Some(self.sweeper.config.batch as u32),
@@ -279,7 +302,8 @@ impl Run<'_> {
             if rows.is_empty() {
                 break;
             }
-            if !self.next_batch().await? {
+            let row_keys: Vec<Key> = rows.iter().filter_map(items::item_key).collect();
+            if !self.wait_for_index(&row_keys, &mut previous).await || !self.next_batch().await? {
                 return Ok(false);
             }
             let issue_keys: Vec<Key> = rows
@@ -297,14 +321,10 @@ impl Run<'_> {
                     }
                 }
             }
-            ops.extend(
-                rows.iter()
-                    .filter_map(items::item_key)
-                    .map(|key| WriteOp::Delete {
-                        key,
-                        condition: None,
-                    }),
-            );
+            ops.extend(row_keys.into_iter().map(|key| WriteOp::Delete {
+                key,
+                condition: None,
+            }));
             self.write_batch(ops).await?;
         }
         // Cells without a value row (written by another tool, or drift): found by a filtered
@@ -345,6 +365,7 @@ impl Run<'_> {
             keys::name_partition(project),
             keys::state_partition(project),
         ] {
+            let mut previous = Vec::new();
             loop {
                 let query = Query {
                     limit: Some(25),
@@ -354,12 +375,21 @@ impl Run<'_> {
                 if rows.is_empty() {
                     break;
                 }
-                let issues: Vec<IssueId> = rows
-                    .iter()
-                    .filter_map(items::item_pk)
-                    .filter_map(|pk| IssueId::parse(pk).ok())
-                    .collect();
-                if !self.issue_rows(&issues).await? {
+                // The rows read go by their own keys too, so a row whose partition is not an
+                // issue id (written by another tool) cannot keep the sweep from ending.
+                let row_keys: Vec<Key> = rows.iter().filter_map(items::item_key).collect();
+                if !self.wait_for_index(&row_keys, &mut previous).await {
+                    return Ok(false);
+                }
+                let mut doomed = row_keys;
+                for pk in rows.iter().filter_map(items::item_pk) {
+                    if IssueId::parse(pk).is_ok() {
+                        doomed.extend(partition_keys(self.store(), pk, true).await?);
+                    }
+                }
+                doomed.sort();
+                doomed.dedup();
+                if !self.delete_keys(&doomed).await? {
                     return Ok(false);
                 }
             }
@@ -379,7 +409,25 @@ impl Run<'_> {
                 }
             }
         }
-        for chunk in keys_to_delete.chunks(MAX_TRANSACT_WRITE - 1) {
+        self.delete_keys(&keys_to_delete).await
+    }
+
+    /// Every row of the given issues' partitions.
+    async fn issue_rows(&mut self, issues: &[IssueId]) -> Result<bool, RepoError> {
+        let mut keys_to_delete = Vec::new();
+        for issue in issues {
+            keys_to_delete.extend(partition_keys(self.store(), issue.as_str(), true).await?);
+        }
+        self.delete_keys(&keys_to_delete).await
+    }
+
+    /// Deletes rows in transactions of up to 99 (the 100th checks the lease); renews the
+    /// lease even when there is nothing to delete, so a slow round never lets it lapse.
+    async fn delete_keys(&mut self, keys: &[Key]) -> Result<bool, RepoError> {
+        if keys.is_empty() {
+            return self.next_batch().await;
+        }
+        for chunk in keys.chunks(MAX_TRANSACT_WRITE - 1) {
             if !self.next_batch().await? {
                 return Ok(false);
             }
@@ -388,19 +436,27 @@ impl Run<'_> {
         Ok(true)
     }
 
-    /// Every row of the given issues' partitions, in transactions of up to 99 deletes.
-    async fn issue_rows(&mut self, issues: &[IssueId]) -> Result<bool, RepoError> {
-        let mut keys_to_delete = Vec::new();
-        for issue in issues {
-            keys_to_delete.extend(partition_keys(self.store(), issue.as_str(), true).await?);
+    /// Called with the keys each round read from `GSI1`. When they are the same as the round
+    /// before, the deletes have not reached the index yet (it is eventually consistent on
+    /// DynamoDB) or the rows resist deletion: wait, longer each time, and after a while give
+    /// up (`false`), leaving the job for a later try instead of spinning.
+    async fn wait_for_index(&mut self, rows: &[Key], previous: &mut Vec<Key>) -> bool {
+        if rows != previous.as_slice() {
+            self.stalled = 0;
+            *previous = rows.to_vec();
+            return true;
         }
-        for chunk in keys_to_delete.chunks(MAX_TRANSACT_WRITE - 1) {
-            if !self.next_batch().await? {
-                return Ok(false);
-            }
-            self.write_batch(deletes(chunk)).await?;
+        self.stalled += 1;
+        if self.stalled > MAX_STALLED_ROUNDS {
+            tracing::warn!(job = %self.job_key, "sweep makes no progress; leaving it for later");
+            return false;
         }
-        Ok(true)
+        let delay = STALL_BASE
+            .saturating_mul(1u32 << self.stalled.min(10))
+            .min(STALL_CAP);
+        // Background work waiting for the index to catch up, not synchronisation.
+        tokio::time::sleep(delay).await;
+        true
     }
 
     /// One batch, conditioned on still holding the lease.
@@ -456,28 +512,14 @@ pub(crate) async fn partition_keys(
         .collect())
 }
 
-/// Runs every pending job; returns whether any is left for later (held elsewhere, or failed).
-async fn run_all(sweeper: &Sweeper) -> bool {
+/// Runs every pending job (failures are logged by [`Sweeper::run_pending`]).
+async fn run_all(sweeper: &Sweeper) {
     match sweeper.run_pending().await {
-        Ok(outcomes) => {
-            if !outcomes.is_empty() {
-                tracing::info!(jobs = outcomes.len(), "ran pending sweeps");
-            }
-            outcomes
-                .iter()
-                .any(|(_, o)| matches!(o, SweepOutcome::Held | SweepOutcome::Interrupted))
+        Ok(outcomes) if !outcomes.is_empty() => {
+            tracing::info!(jobs = outcomes.len(), ?outcomes, "ran pending sweeps")
         }
-        Err(e) => {
-            tracing::error!(error = %e, "could not run pending sweeps");
-            true
-        }
-    }
-}
-
-async fn sleep_until(at: Option<tokio::time::Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
+        Ok(_) => {}
+        Err(e) => tracing::error!(error = %e, "could not list pending sweeps"),
     }
 }
 
@@ -490,9 +532,9 @@ pub struct SweepHandle {
 }
 
 impl SweepHandle {
-    /// Starts the background task. It first runs the jobs left by earlier processes; jobs
-    /// that another instance holds are tried again once their lease could have lapsed, so a
-    /// crashed instance's work is taken over.
+    /// Starts the background task. It first runs the jobs left by earlier processes, then the
+    /// sweeps mutations queue, and every lease period all pending jobs again, so a crashed
+    /// instance's work is taken over.
     pub fn spawn(sweeper: Sweeper) -> SweepHandle {
         let (tx, mut rx) = mpsc::unbounded_channel::<SweepTarget>();
         let pending = Arc::new(watch::Sender::new(1usize));
@@ -502,45 +544,37 @@ impl SweepHandle {
         };
         let lease = sweeper.config.lease;
         tokio::spawn(async move {
-            let mut retry_at = run_all(&sweeper)
-                .await
-                .then(|| tokio::time::Instant::now() + lease);
+            run_all(&sweeper).await;
             pending.send_modify(|n| *n -= 1);
+            // Jobs are looked for again every lease period: jobs held by another instance are
+            // taken over once that instance's lease lapses, and jobs of instances that are gone
+            // are found even if this one never restarts.
+            let mut retry_at = tokio::time::Instant::now() + lease;
             loop {
                 let target = tokio::select! {
                     target = rx.recv() => match target {
                         Some(target) => Some(target),
                         None => break,
                     },
-                    () = sleep_until(retry_at), if retry_at.is_some() => None,
+                    () = tokio::time::sleep_until(retry_at) => None,
                 };
-                let timer_fired = target.is_none();
-                let held = match target {
+                match target {
                     Some(target) => {
-                        let held = match sweeper.run(&target).await {
+                        match sweeper.run(&target).await {
                             Ok(outcome) => {
-                                tracing::info!(
-                                    target = target.target_id(),
-                                    ?outcome,
-                                    "sweep ended"
-                                );
-                                matches!(outcome, SweepOutcome::Held | SweepOutcome::Interrupted)
+                                tracing::info!(target = target.target_id(), ?outcome, "sweep ended")
                             }
-                            // The job row stays: a later try (or another instance) resumes it.
+                            // The job row stays: a later round (or another instance) resumes it.
                             Err(e) => {
-                                tracing::error!(target = target.target_id(), error = %e, "sweep failed");
-                                true
+                                tracing::error!(target = target.target_id(), error = %e, "sweep failed")
                             }
-                        };
+                        }
                         pending.send_modify(|n| *n -= 1);
-                        held
                     }
-                    None => run_all(&sweeper).await,
-                };
-                if held {
-                    retry_at = Some(tokio::time::Instant::now() + lease);
-                } else if timer_fired {
-                    retry_at = None;
+                    None => {
+                        run_all(&sweeper).await;
+                        retry_at = tokio::time::Instant::now() + lease;
+                    }
                 }
             }
         });

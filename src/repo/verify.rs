@@ -270,6 +270,15 @@ impl Snapshot {
                 if only.is_some_and(|p| !row_belongs_to(&key, p, &self.fields)) {
                     continue;
                 }
+                // Rows of a project or field whose sweep is pending are the sweep's to remove.
+                let swept = self.pending_sweeps.iter().any(|target| {
+                    ProjectId::parse(target).is_ok_and(|p| row_belongs_to(&key, &p, &self.fields))
+                        || FieldId::parse(target)
+                            .is_ok_and(|f| key.sk == keys::field_value_partition(&f))
+                });
+                if swept {
+                    continue;
+                }
                 out.push(mismatch(
                     Problem::Extra,
                     key,

@@ -29,7 +29,7 @@ use crate::model::{
 };
 use crate::store::capacity::item_size;
 use crate::store::{
-    AttrPath, AttributeValue, Condition, DynStore, Item, StoreError, UpdateAction, WriteOp,
+    AttrPath, AttributeValue, Condition, DynStore, Item, Key, StoreError, UpdateAction, WriteOp,
     MAX_ITEM_BYTES, MAX_TRANSACT_BYTES, MAX_TRANSACT_WRITE,
 };
 
@@ -121,6 +121,16 @@ pub struct Written {
     pub project: Option<ProjectData>,
 }
 
+impl Written {
+    fn replayed(id: String) -> Self {
+        Written {
+            id,
+            replayed: true,
+            project: None,
+        }
+    }
+}
+
 /// A planned mutation: the operations and what they produce.
 struct Plan {
     ops: Vec<WriteOp>,
@@ -206,7 +216,7 @@ impl Writes {
     ) -> Result<Written, WriteError> {
         let name = valid_name("name", name)?;
         let name = &name;
-        self.execute(client_id, "createTenant", move || async move {
+        self.execute(client_id, "createTenant", &(name,), move || async move {
             let tenant = Tenant {
                 id: TenantId::generate(),
                 name: name.clone(),
@@ -228,7 +238,7 @@ impl Writes {
         let id = TenantId::parse(id).map_err(|e| invalid("id", e.to_string()))?;
         let name = valid_name("name", name)?;
         let (id, name) = (&id, &name);
-        self.execute(client_id, "updateTenant", move || async move {
+        self.execute(client_id, "updateTenant", &(id, name), move || async move {
             self.tenant(id).await?;
             let op = WriteOp::Update {
                 key: keys::tenant(id),
@@ -249,26 +259,31 @@ impl Writes {
         let tenant = TenantId::parse(tenant).map_err(|e| invalid("tenantId", e.to_string()))?;
         let name = valid_name("name", name)?;
         let (tenant, name) = (&tenant, &name);
-        self.execute(client_id, "createProject", move || async move {
-            self.tenant(tenant).await?;
-            let project = Project {
-                id: ProjectId::generate(),
-                tenant: tenant.clone(),
-                name: name.clone(),
-                next_issue_num: 1,
-                version: 1,
-                fields_version: 0,
-                deleted: false,
-            };
-            let ops = vec![
-                WriteOp::ConditionCheck {
-                    key: keys::tenant(tenant),
-                    condition: Condition::Exists,
-                },
-                put_new(items::project_item(&project)),
-            ];
-            Ok(Plan::new(ops, project.id.to_string()))
-        })
+        self.execute(
+            client_id,
+            "createProject",
+            &(tenant, name),
+            move || async move {
+                self.tenant(tenant).await?;
+                let project = Project {
+                    id: ProjectId::generate(),
+                    tenant: tenant.clone(),
+                    name: name.clone(),
+                    next_issue_num: 1,
+                    version: 1,
+                    fields_version: 0,
+                    deleted: false,
+                };
+                let ops = vec![
+                    WriteOp::ConditionCheck {
+                        key: keys::tenant(tenant),
+                        condition: Condition::Exists,
+                    },
+                    put_new(items::project_item(&project)),
+                ];
+                Ok(Plan::new(ops, project.id.to_string()))
+            },
+        )
         .await
     }
 
@@ -282,32 +297,37 @@ impl Writes {
         let id = ProjectId::parse(id).map_err(|e| invalid("id", e.to_string()))?;
         let name = name.map(|n| valid_name("name", n)).transpose()?;
         let (id, name) = (&id, &name);
-        self.execute(client_id, "updateProject", move || async move {
-            let data = self.live_project(id).await?;
-            let project = &data.project;
-            check_expected(expected_version, project.version, &id)?;
-            let name = name.clone().unwrap_or_else(|| project.name.clone());
-            let mut plan = Plan::new(
-                vec![WriteOp::Update {
-                    key: keys::project(id, &project.tenant),
-                    actions: vec![
-                        set(attrs::NAME, AttributeValue::S(name.clone())),
-                        set(
-                            attrs::GSI1SK,
-                            AttributeValue::S(keys::project_sort(&name, id)),
-                        ),
-                        set(attrs::VERSION, items::number(project.version + 1)),
-                    ],
-                    condition: Some(Condition::All(vec![
-                        Condition::equals(attrs::VERSION, items::number(project.version)),
-                        Condition::AttributeMissing(attrs::DELETED.into()),
-                    ])),
-                }],
-                id.to_string(),
-            );
-            plan.guarded = expected_version.map(|_| 0);
-            Ok(plan)
-        })
+        self.execute(
+            client_id,
+            "updateProject",
+            &(id, name, expected_version),
+            move || async move {
+                let data = self.live_project(id).await?;
+                let project = &data.project;
+                check_expected(expected_version, project.version, &id)?;
+                let name = name.clone().unwrap_or_else(|| project.name.clone());
+                let mut plan = Plan::new(
+                    vec![WriteOp::Update {
+                        key: keys::project(id, &project.tenant),
+                        actions: vec![
+                            set(attrs::NAME, AttributeValue::S(name.clone())),
+                            set(
+                                attrs::GSI1SK,
+                                AttributeValue::S(keys::project_sort(&name, id)),
+                            ),
+                            set(attrs::VERSION, items::number(project.version + 1)),
+                        ],
+                        condition: Some(Condition::All(vec![
+                            Condition::equals(attrs::VERSION, items::number(project.version)),
+                            Condition::AttributeMissing(attrs::DELETED.into()),
+                        ])),
+                    }],
+                    id.to_string(),
+                );
+                plan.guarded = expected_version.map(|_| 0);
+                Ok(plan)
+            },
+        )
         .await
     }
 
@@ -320,7 +340,7 @@ impl Writes {
     ) -> Result<Written, WriteError> {
         let id = ProjectId::parse(id).map_err(|e| invalid("id", e.to_string()))?;
         let id = &id;
-        self.execute(client_id, "deleteProject", move || async move {
+        self.execute(client_id, "deleteProject", &(id,), move || async move {
             let data = self.live_project(id).await?;
             let target = SweepTarget::Project {
                 project: id.clone(),
@@ -356,38 +376,43 @@ impl Writes {
         let name = valid_name("name", name)?;
         let position = position.map(valid_position).transpose()?;
         let (project, name) = (&project, &name);
-        self.execute(client_id, "createCustomField", move || async move {
-            let data = self.live_project(project).await?;
-            if data.fields.len() >= MAX_FIELDS {
-                return Err(invalid(
-                    "projectId",
-                    format!("a project has at most {MAX_FIELDS} custom fields"),
-                ));
-            }
-            let position = position.unwrap_or_else(|| {
-                data.fields
-                    .iter()
-                    .map(|f| f.position)
-                    .max()
-                    .map_or(1, |p| p.saturating_add(1))
-            });
-            let field = CustomField {
-                id: FieldId::generate(),
-                project: project.clone(),
-                name: name.clone(),
-                field_type,
-                position,
-                version: 1,
-                deleted: false,
-            };
-            let [definition, lookup] = items::field_items(&field);
-            let ops = vec![
-                bump_fields_version(&data.project),
-                put_new(definition),
-                put_new(lookup),
-            ];
-            Ok(Plan::new(ops, field.id.to_string()))
-        })
+        self.execute(
+            client_id,
+            "createCustomField",
+            &(project, name, field_type, position),
+            move || async move {
+                let data = self.live_project(project).await?;
+                if data.fields.len() >= MAX_FIELDS {
+                    return Err(invalid(
+                        "projectId",
+                        format!("a project has at most {MAX_FIELDS} custom fields"),
+                    ));
+                }
+                let position = position.unwrap_or_else(|| {
+                    data.fields
+                        .iter()
+                        .map(|f| f.position)
+                        .max()
+                        .map_or(1, |p| p.saturating_add(1))
+                });
+                let field = CustomField {
+                    id: FieldId::generate(),
+                    project: project.clone(),
+                    name: name.clone(),
+                    field_type,
+                    position,
+                    version: 1,
+                    deleted: false,
+                };
+                let [definition, lookup] = items::field_items(&field);
+                let ops = vec![
+                    bump_fields_version(&data.project),
+                    put_new(definition),
+                    put_new(lookup),
+                ];
+                Ok(Plan::new(ops, field.id.to_string()))
+            },
+        )
         .await
     }
 
@@ -403,36 +428,41 @@ impl Writes {
         let name = name.map(|n| valid_name("name", n)).transpose()?;
         let position = position.map(valid_position).transpose()?;
         let (id, name) = (&id, &name);
-        self.execute(client_id, "updateCustomField", move || async move {
-            let (_, field) = self.live_field(id).await?;
-            if let Some(t) = field_type.filter(|t| *t != field.field_type) {
-                return Err(invalid(
-                    "type",
-                    format!(
-                        "a custom field's type cannot be changed (it is {}, not {}): existing \
+        self.execute(
+            client_id,
+            "updateCustomField",
+            &(id, name, position, field_type),
+            move || async move {
+                let (_, field) = self.live_field(id).await?;
+                if let Some(t) = field_type.filter(|t| *t != field.field_type) {
+                    return Err(invalid(
+                        "type",
+                        format!(
+                            "a custom field's type cannot be changed (it is {}, not {}): existing \
                          values would sort and validate differently; create a new field of type \
                          {} and copy the values over instead",
-                        field.field_type.as_str().to_uppercase(),
-                        t.as_str().to_uppercase(),
-                        t.as_str().to_uppercase()
-                    ),
-                ));
-            }
-            let mut updated = field.clone();
-            if let Some(name) = &name {
-                updated.name = name.clone();
-            }
-            if let Some(position) = position {
-                updated.position = position;
-            }
-            updated.version += 1;
-            let [definition, _] = items::field_items(&updated);
-            let op = WriteOp::Put {
-                item: definition,
-                condition: Some(field_unchanged(&field)),
-            };
-            Ok(Plan::new(vec![op], id.to_string()))
-        })
+                            field.field_type.as_str().to_uppercase(),
+                            t.as_str().to_uppercase(),
+                            t.as_str().to_uppercase()
+                        ),
+                    ));
+                }
+                let mut updated = field.clone();
+                if let Some(name) = &name {
+                    updated.name = name.clone();
+                }
+                if let Some(position) = position {
+                    updated.position = position;
+                }
+                updated.version += 1;
+                let [definition, _] = items::field_items(&updated);
+                let op = WriteOp::Put {
+                    item: definition,
+                    condition: Some(field_unchanged(&field)),
+                };
+                Ok(Plan::new(vec![op], id.to_string()))
+            },
+        )
         .await
     }
 
@@ -445,7 +475,7 @@ impl Writes {
     ) -> Result<Written, WriteError> {
         let id = FieldId::parse(id).map_err(|e| invalid("id", e.to_string()))?;
         let id = &id;
-        self.execute(client_id, "deleteCustomField", move || async move {
+        self.execute(client_id, "deleteCustomField", &(id,), move || async move {
             let (data, field) = self.live_field(id).await?;
             let target = SweepTarget::Field {
                 project: data.project.id.clone(),
@@ -482,37 +512,42 @@ impl Writes {
         let name = valid_name("name", name)?;
         let cells = parse_cell_ids("fieldValues", values)?;
         let (project, name, cells) = (&project, &name, &cells);
-        self.execute(client_id, "createIssue", move || async move {
-            let data = self.live_project(project).await?;
-            let mut issue = Issue {
-                id: IssueId::generate(),
-                project: project.clone(),
-                num: data.project.next_issue_num,
-                name: name.clone(),
-                state: state.unwrap_or(IssueState::Open),
-                values: BTreeMap::new(),
-                version: 1,
-            };
-            apply_cells("fieldValues", &mut issue, cells, &data)?;
-            let rows = derive(&issue, &data.fields)?;
-            let num = data.project.next_issue_num;
-            let mut ops = vec![WriteOp::Update {
-                key: keys::project(project, &data.project.tenant),
-                actions: vec![set(
-                    attrs::NEXT_ISSUE_NUM,
-                    items::number(u64::from(num) + 1),
-                )],
-                condition: Some(Condition::All(vec![
-                    Condition::equals(attrs::NEXT_ISSUE_NUM, items::number(u64::from(num))),
-                    project_unchanged(&data.project),
-                ])),
-            }];
-            ops.extend(rows.into_iter().map(put_new));
-            check_fits("fieldValues", &ops, client_id.is_some())?;
-            let mut plan = Plan::new(ops, issue.id.to_string());
-            plan.project = Some(data);
-            Ok(plan)
-        })
+        self.execute(
+            client_id,
+            "createIssue",
+            &(project, name, state, cells),
+            move || async move {
+                let data = self.live_project(project).await?;
+                let mut issue = Issue {
+                    id: IssueId::generate(),
+                    project: project.clone(),
+                    num: data.project.next_issue_num,
+                    name: name.clone(),
+                    state: state.unwrap_or(IssueState::Open),
+                    values: BTreeMap::new(),
+                    version: 1,
+                };
+                apply_cells("fieldValues", &mut issue, cells, &data)?;
+                let rows = derive(&issue, &data.fields)?;
+                let num = data.project.next_issue_num;
+                let mut ops = vec![WriteOp::Update {
+                    key: keys::project(project, &data.project.tenant),
+                    actions: vec![set(
+                        attrs::NEXT_ISSUE_NUM,
+                        items::number(u64::from(num) + 1),
+                    )],
+                    condition: Some(Condition::All(vec![
+                        Condition::equals(attrs::NEXT_ISSUE_NUM, items::number(u64::from(num))),
+                        project_unchanged(&data.project),
+                    ])),
+                }];
+                ops.extend(rows.into_iter().map(put_new));
+                check_fits("fieldValues", &ops, client_id.is_some())?;
+                let mut plan = Plan::new(ops, issue.id.to_string());
+                plan.project = Some(data);
+                Ok(plan)
+            },
+        )
         .await
     }
 
@@ -527,18 +562,24 @@ impl Writes {
         let id = IssueId::parse(id).map_err(|e| invalid("id", e.to_string()))?;
         let name = name.map(|n| valid_name("name", n)).transpose()?;
         let (id, name) = (&id, &name);
-        self.execute(client_id, "updateIssue", move || async move {
-            let (data, old) = self.live_issue(id).await?;
-            check_expected(expected_version, old.version, &id)?;
-            let mut new = old.clone();
-            if let Some(name) = &name {
-                new.name = name.clone();
-            }
-            if let Some(state) = state {
-                new.state = state;
-            }
-            self.issue_plan(&data, &old, new, expected_version.is_some(), client_id)
-        })
+        self.execute(
+            client_id,
+            "updateIssue",
+            &(id, name, state, expected_version),
+            move || async move {
+                let (data, old, rows) = self.live_issue(id).await?;
+                check_expected(expected_version, old.version, &id)?;
+                let mut new = old.clone();
+                if let Some(name) = &name {
+                    new.name = name.clone();
+                }
+                if let Some(state) = state {
+                    new.state = state;
+                }
+                let guarded = expected_version.is_some();
+                issue_plan(data, &rows, new, guarded, client_id, "name")
+            },
+        )
         .await
     }
 
@@ -552,13 +593,19 @@ impl Writes {
         let id = IssueId::parse(id).map_err(|e| invalid("issueId", e.to_string()))?;
         let cells = parse_cell_ids("values", values)?;
         let (id, cells) = (&id, &cells);
-        self.execute(client_id, "setIssueFieldValues", move || async move {
-            let (data, old) = self.live_issue(id).await?;
-            check_expected(expected_version, old.version, &id)?;
-            let mut new = old.clone();
-            apply_cells("values", &mut new, cells, &data)?;
-            self.issue_plan(&data, &old, new, expected_version.is_some(), client_id)
-        })
+        self.execute(
+            client_id,
+            "setIssueFieldValues",
+            &(id, cells, expected_version),
+            move || async move {
+                let (data, old, rows) = self.live_issue(id).await?;
+                check_expected(expected_version, old.version, &id)?;
+                let mut new = old.clone();
+                apply_cells("values", &mut new, cells, &data)?;
+                let guarded = expected_version.is_some();
+                issue_plan(data, &rows, new, guarded, client_id, "values")
+            },
+        )
         .await
     }
 
@@ -572,10 +619,10 @@ impl Writes {
     ) -> Result<Written, WriteError> {
         let id = IssueId::parse(id).map_err(|e| invalid("id", e.to_string()))?;
         let id = &id;
-        self.execute(client_id, "deleteIssue", move || async move {
-            let (data, issue) = self.live_issue(id).await?;
+        self.execute(client_id, "deleteIssue", &(id,), move || async move {
+            let (data, issue, rows) = self.live_issue(id).await?;
             let source = keys::issue(id, &issue.project);
-            let mut rows = super::sweep::partition_keys(self.store(), id.as_str(), true).await?;
+            let mut rows: Vec<Key> = rows.iter().filter_map(items::item_key).collect();
             rows.retain(|k| *k != source);
             let room = MAX_TRANSACT_WRITE - 2 - usize::from(client_id.is_some());
             let mut ops = vec![
@@ -616,57 +663,6 @@ impl Writes {
     // -----------------------------------------------------------------------------------------
     // Planning helpers.
 
-    /// The plan that turns issue `old` into `new`: the source row (conditioned on the version
-    /// read), the project check, and only the index rows that changed.
-    fn issue_plan(
-        &self,
-        data: &ProjectData,
-        old: &Issue,
-        mut new: Issue,
-        guarded: bool,
-        client_id: Option<&str>,
-    ) -> Result<Plan, WriteError> {
-        // Cells of deleted fields go with any write of the issue, so a sweep that already
-        // passed this issue is never undone by a writer that read it earlier.
-        new.values
-            .retain(|field, _| data.fields.iter().any(|f| &f.id == field));
-        new.version = old.version + 1;
-        let all_fields: Vec<CustomField> =
-            data.fields.iter().chain(&data.retired).cloned().collect();
-        let old_rows = derive_lenient(old, &all_fields);
-        let new_rows = derive(&new, &data.fields)?;
-        let RowChanges { puts, deletes } = items::diff_rows(&old_rows, &new_rows);
-        let source = keys::issue(&new.id, &new.project);
-        let mut ops = Vec::with_capacity(puts.len() + deletes.len() + 1);
-        for item in puts {
-            let is_source = items::item_key(&item).as_ref() == Some(&source);
-            let condition =
-                is_source.then(|| Condition::equals(attrs::VERSION, items::number(old.version)));
-            let op = WriteOp::Put { item, condition };
-            if is_source {
-                ops.insert(0, op);
-            } else {
-                ops.push(op);
-            }
-        }
-        ops.extend(deletes.into_iter().map(|key| WriteOp::Delete {
-            key,
-            condition: None,
-        }));
-        ops.insert(
-            1,
-            WriteOp::ConditionCheck {
-                key: keys::project(&data.project.id, &data.project.tenant),
-                condition: project_unchanged(&data.project),
-            },
-        );
-        check_fits("values", &ops, client_id.is_some())?;
-        let mut plan = Plan::new(ops, new.id.to_string());
-        plan.guarded = guarded.then_some(0);
-        plan.project = Some(data.clone());
-        Ok(plan)
-    }
-
     async fn tenant(&self, id: &TenantId) -> Result<Tenant, WriteError> {
         let out = self.store().get_consistent(&keys::tenant(id)).await?;
         match out.item {
@@ -689,56 +685,71 @@ impl Writes {
             Some(item) => items::decode_field_lookup(&item).map_err(RepoError::from)?,
             None => return Err(missing()),
         };
-        let data = self.live_project(&project).await.map_err(|_| missing())?;
+        let data = self
+            .live_project(&project)
+            .await
+            .map_err(|e| only_not_found(e, missing))?;
         let field = data.field(id).cloned().ok_or_else(missing)?;
         Ok((data, field))
     }
 
-    async fn live_issue(&self, id: &IssueId) -> Result<(ProjectData, Issue), WriteError> {
+    /// An issue of a live project, with every row it has (see
+    /// [`Repo::issue_rows_consistent`]).
+    async fn live_issue(
+        &self,
+        id: &IssueId,
+    ) -> Result<(ProjectData, Issue, Vec<Item>), WriteError> {
         let missing = || WriteError::NotFound(format!("issue {id} does not exist"));
-        let issue = self.repo.load_issue(id, true).await?.ok_or_else(missing)?;
+        let (issue, rows) = self
+            .repo
+            .issue_rows_consistent(id)
+            .await?
+            .ok_or_else(missing)?;
         let data = self
             .live_project(&issue.project)
             .await
-            .map_err(|_| missing())?;
-        Ok((data, issue))
+            .map_err(|e| only_not_found(e, missing))?;
+        Ok((data, issue, rows))
     }
 
     // -----------------------------------------------------------------------------------------
     // Execution: idempotency, the transaction, retries.
 
     /// Plans and commits a mutation, re-planning under contention, and honours the client's
-    /// `clientMutationId`: a recorded result within the window is returned without writing,
-    /// and a new result is recorded in the mutation's own transaction.
+    /// `clientMutationId`: a recorded result of the same mutation with the same input within
+    /// the window is returned without writing, and a new result is recorded in the mutation's
+    /// own transaction. `input` is the mutation's validated input, fingerprinted so that an id
+    /// reused for different input is refused rather than answered with another call's result.
     async fn execute<F, Fut>(
         &self,
         client_id: Option<&str>,
         mutation: &'static str,
+        input: &impl std::fmt::Debug,
         mut plan: F,
     ) -> Result<Written, WriteError>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<Plan, WriteError>>,
     {
-        if let Some(id) = client_id {
-            if id.is_empty() || id.len() > MAX_CLIENT_MUTATION_ID_BYTES {
+        let idempotency = match client_id {
+            None => None,
+            Some(id) if id.is_empty() || id.len() > MAX_CLIENT_MUTATION_ID_BYTES => {
                 return Err(invalid(
                     "clientMutationId",
                     format!("must be 1 to {MAX_CLIENT_MUTATION_ID_BYTES} bytes long"),
                 ));
             }
-        }
+            Some(id) => Some(Idempotency {
+                key: keys::mutation_record(id),
+                mutation,
+                fingerprint: fingerprint(mutation, input),
+            }),
+        };
         for attempt in 0..self.retry.attempts {
             let mut record_condition = None;
-            if let Some(id) = client_id {
-                match self.recorded(id, mutation).await? {
-                    Recorded::Result(result) => {
-                        return Ok(Written {
-                            id: result,
-                            replayed: true,
-                            project: None,
-                        })
-                    }
+            if let Some(idem) = &idempotency {
+                match self.recorded(idem).await? {
+                    Recorded::Result(result) => return Ok(Written::replayed(result)),
                     Recorded::Expired(expires_at) => {
                         record_condition = Some(Condition::equals(
                             attrs::EXPIRES_AT,
@@ -748,21 +759,26 @@ impl Writes {
                     Recorded::None => record_condition = Some(Condition::NotExists),
                 }
             }
+            let planned = match plan().await {
+                Ok(planned) => planned,
+                Err(e) => return self.unless_recorded(idempotency.as_ref(), e).await,
+            };
             let Plan {
                 mut ops,
                 result,
                 guarded,
                 sweep,
                 project,
-            } = plan().await?;
-            let record_index = client_id.map(|id| {
+            } = planned;
+            let record_index = idempotency.as_ref().map(|idem| {
                 let record = MutationRecord {
                     mutation: mutation.to_string(),
+                    fingerprint: idem.fingerprint.clone(),
                     result: result.clone(),
                     expires_at: now_secs() + IDEMPOTENCY_WINDOW.as_secs() as i64,
                 };
                 ops.push(WriteOp::Put {
-                    item: items::mutation_record_item(&keys::mutation_record(id), &record),
+                    item: items::mutation_record_item(&idem.key, &record),
                     condition: record_condition.take(),
                 });
                 ops.len() - 1
@@ -781,15 +797,9 @@ impl Writes {
                 // Another call with the same clientMutationId committed first: the next round
                 // reads its record and returns it.
                 Err(StoreError::ConditionFailed { index }) if Some(index) == record_index => {}
-                Err(StoreError::ConditionFailed { index }) if Some(index) == guarded => {
-                    self.stats.conflicts.fetch_add(1, Ordering::Relaxed);
-                    return Err(WriteError::Conflict {
-                        message: "the version changed since it was read: read the node again \
-                                  and retry with its current `version`"
-                            .into(),
-                        retryable: false,
-                    });
-                }
+                // The client's expectedVersion no longer holds (or the row is gone): planning
+                // again from a fresh read reports which, as CONFLICT or NOT_FOUND.
+                Err(StoreError::ConditionFailed { index }) if Some(index) == guarded => {}
                 Err(StoreError::ConditionFailed { .. } | StoreError::TransactionConflict(_)) => {
                     tracing::debug!(mutation, attempt, "write contention, planning again");
                     self.stats.retries.fetch_add(1, Ordering::Relaxed);
@@ -799,18 +809,36 @@ impl Writes {
             }
         }
         tracing::warn!(mutation, "write contention outlasted the retries");
-        self.stats.conflicts.fetch_add(1, Ordering::Relaxed);
-        Err(WriteError::Conflict {
+        let exhausted = WriteError::Conflict {
             message: "too many concurrent changes to the same data: retry the mutation".into(),
             retryable: true,
-        })
+        };
+        self.unless_recorded(idempotency.as_ref(), exhausted).await
     }
 
-    async fn recorded(&self, client_id: &str, mutation: &str) -> Result<Recorded, WriteError> {
-        let out = self
-            .store()
-            .get_consistent(&keys::mutation_record(client_id))
-            .await?;
+    /// An error of a mutation with a `clientMutationId`, unless a concurrent call with the same
+    /// id committed meanwhile (then its result is the answer: the planning error, a conflict
+    /// or a "not found", only saw that call's own write).
+    async fn unless_recorded(
+        &self,
+        idempotency: Option<&Idempotency>,
+        error: WriteError,
+    ) -> Result<Written, WriteError> {
+        if let Some(idem) = idempotency {
+            if matches!(error, WriteError::Conflict { .. } | WriteError::NotFound(_)) {
+                if let Ok(Recorded::Result(result)) = self.recorded(idem).await {
+                    return Ok(Written::replayed(result));
+                }
+            }
+        }
+        if matches!(error, WriteError::Conflict { .. }) {
+            self.stats.conflicts.fetch_add(1, Ordering::Relaxed);
+        }
+        Err(error)
+    }
+
+    async fn recorded(&self, idem: &Idempotency) -> Result<Recorded, WriteError> {
+        let out = self.store().get_consistent(&idem.key).await?;
         let Some(item) = out.item else {
             return Ok(Recorded::None);
         };
@@ -818,19 +846,33 @@ impl Writes {
         if record.expires_at <= now_secs() {
             return Ok(Recorded::Expired(record.expires_at));
         }
-        if record.mutation != mutation {
+        if record.mutation != idem.mutation || record.fingerprint != idem.fingerprint {
             return Err(invalid(
                 "clientMutationId",
                 format!(
-                    "already used by a {} mutation in the last {} minutes: use a new id for each \
-                     distinct mutation",
-                    record.mutation,
+                    "already used for another mutation or other input in the last {} minutes: \
+                     use a new id for each distinct mutation, and the same id only to retry it",
                     IDEMPOTENCY_WINDOW.as_secs() / 60
                 ),
             ));
         }
         Ok(Recorded::Result(record.result))
     }
+}
+
+/// What identifies one logical mutation for idempotent retries.
+struct Idempotency {
+    key: Key,
+    mutation: &'static str,
+    fingerprint: String,
+}
+
+/// A stable digest of a mutation's validated input (SHA-256 of its debug form), so retries
+/// match whatever the request's bytes (formatting, variables or literals, field order).
+fn fingerprint(mutation: &str, input: &impl std::fmt::Debug) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(format!("{mutation}\n{input:?}").as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 enum Recorded {
@@ -841,6 +883,15 @@ enum Recorded {
 
 // ---------------------------------------------------------------------------------------------
 // Validation.
+
+/// A lookup's "does not exist" becomes the caller's own; every other failure (an outage, a
+/// throttle, corrupt data) passes through unchanged, so it is never reported as a missing row.
+fn only_not_found(e: WriteError, missing: impl FnOnce() -> WriteError) -> WriteError {
+    match e {
+        WriteError::NotFound(_) => missing(),
+        other => other,
+    }
+}
 
 fn valid_name(field: &str, name: &str) -> Result<String, WriteError> {
     let trimmed = name.trim();
@@ -933,6 +984,76 @@ fn apply_cells(
     Ok(())
 }
 
+/// The plan that turns an issue (as its stored `rows`) into `new`: the source row conditioned
+/// on the version read, the project check, and only the index rows that differ from what is
+/// stored. Diffing against the stored rows (not rows re-derived from the old issue) means a
+/// write also repairs its issue's index rows if they ever drifted.
+fn issue_plan(
+    data: ProjectData,
+    rows: &[Item],
+    mut new: Issue,
+    guarded: bool,
+    client_id: Option<&str>,
+    input: &str,
+) -> Result<Plan, WriteError> {
+    let old_version = new.version;
+    // Cells of deleted fields go with any write of the issue, so a sweep that already passed
+    // this issue is never undone by a writer that read it earlier.
+    new.values
+        .retain(|field, _| data.fields.iter().any(|f| &f.id == field));
+    // A cell another tool wrote that its field's type does not accept cannot be indexed: the
+    // client must set or clear it rather than have it silently dropped.
+    for (field_id, text) in &new.values {
+        if let Some(field) = data.field(field_id) {
+            if FieldValue::parse(field.field_type, text).is_err() {
+                return Err(invalid(
+                    input,
+                    format!(
+                        "the issue's cell of {field_id} holds {text:?}, which is not a valid {} \
+                         value: set or clear that cell in this call",
+                        field.field_type.as_str().to_uppercase()
+                    ),
+                ));
+            }
+        }
+    }
+    new.version = old_version + 1;
+    let new_rows = derive(&new, &data.fields)?;
+    let RowChanges { puts, deletes } = items::diff_rows(rows, &new_rows);
+    let source = keys::issue(&new.id, &new.project);
+    let mut ops = Vec::with_capacity(puts.len() + deletes.len() + 2);
+    ops.push(WriteOp::ConditionCheck {
+        key: keys::project(&data.project.id, &data.project.tenant),
+        condition: project_unchanged(&data.project),
+    });
+    for item in puts {
+        if items::item_key(&item).as_ref() == Some(&source) {
+            let condition = Condition::equals(attrs::VERSION, items::number(old_version));
+            ops.insert(
+                0,
+                WriteOp::Put {
+                    item,
+                    condition: Some(condition),
+                },
+            );
+        } else {
+            ops.push(WriteOp::Put {
+                item,
+                condition: None,
+            });
+        }
+    }
+    ops.extend(deletes.into_iter().map(|key| WriteOp::Delete {
+        key,
+        condition: None,
+    }));
+    check_fits(input, &ops, client_id.is_some())?;
+    let mut plan = Plan::new(ops, new.id.to_string());
+    plan.guarded = guarded.then_some(0);
+    plan.project = Some(data);
+    Ok(plan)
+}
+
 /// Refuses up front a write that DynamoDB would refuse: more operations than a transaction
 /// takes, an item over 400 KB, or more than 4 MB in all.
 fn check_fits(input: &str, ops: &[WriteOp], with_record: bool) -> Result<(), WriteError> {
@@ -1013,10 +1134,12 @@ fn put_new(item: Item) -> WriteOp {
 
 /// The project is not deleted and its fields are the ones the write validated against.
 fn project_unchanged(project: &Project) -> Condition {
+    let version = items::number(project.fields_version);
     let fields = if project.fields_version == 0 {
-        Condition::AttributeMissing(attrs::FIELDS_VERSION.into())
+        // Read as 0 when absent, so both spellings of "no field changes yet" match.
+        Condition::equals_or_missing(attrs::FIELDS_VERSION, version)
     } else {
-        Condition::equals(attrs::FIELDS_VERSION, items::number(project.fields_version))
+        Condition::equals(attrs::FIELDS_VERSION, version)
     };
     Condition::All(vec![
         Condition::AttributeMissing(attrs::DELETED.into()),
@@ -1024,10 +1147,11 @@ fn project_unchanged(project: &Project) -> Condition {
     ])
 }
 
-/// The field row still holds what the write read. Compared by content rather than by
-/// `Version`, so rows written by other tools without a `Version` can be edited too.
+/// The field row still holds what the write read: its `Version` (or none, for rows other tools
+/// wrote without one, whose content is then compared too).
 fn field_unchanged(field: &CustomField) -> Condition {
     Condition::All(vec![
+        Condition::equals_or_missing(attrs::VERSION, items::number(field.version)),
         Condition::equals(attrs::NAME, AttributeValue::S(field.name.clone())),
         Condition::equals(attrs::POSITION, items::number(u64::from(field.position))),
         Condition::AttributeMissing(attrs::DELETED.into()),

@@ -224,6 +224,8 @@ pub enum Condition {
     AttributeMissing(String),
     /// Every condition holds (`AND`).
     All(Vec<Condition>),
+    /// At least one condition holds (`OR`); an empty list never holds.
+    Any(Vec<Condition>),
 }
 
 impl Condition {
@@ -233,6 +235,15 @@ impl Condition {
             name: name.to_string(),
             value,
         }
+    }
+
+    /// `name = value`, or `name` absent, on an existing item: for attributes that read as a
+    /// default when missing (a version written before versions existed).
+    pub fn equals_or_missing(name: &str, value: AttributeValue) -> Self {
+        Condition::Any(vec![
+            Condition::equals(name, value),
+            Condition::AttributeMissing(name.to_string()),
+        ])
     }
 }
 

@@ -15,3 +15,6 @@ pub const GSI1SK: &str = "GSI1SK";
 pub const GSI1: &str = "GSI1";
 /// Every item carries its entity type here.
 pub const TYPE: &str = "Type";
+/// The attribute DynamoDB's time to live reads (unix seconds): expired rows (idempotency
+/// records) are removed by the service.
+pub const TTL: &str = "ExpiresAt";

@@ -123,6 +123,19 @@ pub(super) fn condition_text(expr: &mut Expression, condition: &Condition) -> St
                 .collect::<Vec<_>>()
                 .join(" AND ")
         }
+        Condition::Any(any) => {
+            if any.is_empty() {
+                // No alternative holds: a condition that is always false.
+                return format!(
+                    "attribute_exists({}) AND attribute_not_exists({0})",
+                    fresh_name(expr, PK)
+                );
+            }
+            any.iter()
+                .map(|c| format!("({})", condition_text(expr, c)))
+                .collect::<Vec<_>>()
+                .join(" OR ")
+        }
     }
 }
 

@@ -350,7 +350,9 @@ impl Store for DynamoStore {
 
     async fn ensure_table(&self) -> Result<(), StoreError> {
         self.create_table().await?;
-        self.wait_until_active().await
+        self.wait_until_active().await?;
+        self.enable_ttl().await;
+        Ok(())
     }
 
     async fn ping(&self) -> Result<(), StoreError> {

@@ -3,17 +3,19 @@
 
 use std::time::Duration;
 
+use aws_sdk_dynamodb::error::DisplayErrorContext;
 use aws_sdk_dynamodb::operation::create_table::CreateTableError;
 use aws_sdk_dynamodb::operation::delete_table::DeleteTableError;
 use aws_sdk_dynamodb::operation::describe_table::DescribeTableError;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, GlobalSecondaryIndex, IndexStatus, KeySchemaElement, KeyType,
     Projection, ProjectionType, ScalarAttributeType, TableDescription, TableStatus,
+    TimeToLiveSpecification,
 };
 
 use super::error::build_error;
 use super::DynamoStore;
-use crate::store::table::{GSI1, GSI1SK, PK, SK};
+use crate::store::table::{GSI1, GSI1SK, PK, SK, TTL};
 use crate::store::StoreError;
 
 /// How long [`Store::ensure_table`](crate::store::Store::ensure_table) and
@@ -107,6 +109,33 @@ impl DynamoStore {
                 Some(CreateTableError::ResourceInUseException(_)) => Ok(()),
                 _ => Err(self.sdk_error("CreateTable", err)),
             },
+        }
+    }
+
+    /// Turns on DynamoDB's time to live on `ExpiresAt`, so expired idempotency records are
+    /// removed by the service. Best effort: readers ignore expired records anyway, the setting
+    /// may already be on (DynamoDB then refuses the call), and an operator may manage it.
+    pub(super) async fn enable_ttl(&self) {
+        let spec = match TimeToLiveSpecification::builder()
+            .attribute_name(TTL)
+            .enabled(true)
+            .build()
+        {
+            Ok(spec) => spec,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not build the time-to-live setting");
+                return;
+            }
+        };
+        let result = self
+            .client
+            .update_time_to_live()
+            .table_name(&self.table)
+            .time_to_live_specification(spec)
+            .send()
+            .await;
+        if let Err(err) = result {
+            tracing::debug!(table = %self.table, error = %DisplayErrorContext(&err), "time to live not changed");
         }
     }
 

@@ -293,13 +293,18 @@ pub(super) fn scan_sync(
             continue;
         }
         if out.items.len() >= limit || bytes >= PAGE_BYTES {
-            out.last_evaluated = last;
+            out.last_evaluated = last.take();
             break;
         }
         let item = decode(value.value())?;
         bytes += item_size(&item);
         last = Some(Key::new(pk, sk));
         out.items.push(item);
+    }
+    // Like DynamoDB, a page that stopped at its limit names where it stopped even when
+    // nothing follows; the next page is then empty.
+    if out.items.len() >= limit && out.last_evaluated.is_none() {
+        out.last_evaluated = last;
     }
     out.consumed = Capacity::for_query_bytes(bytes);
     Ok(out)

@@ -187,5 +187,6 @@ fn condition_holds(condition: &Condition, current: Option<&Item>) -> bool {
         (Condition::AttributeMissing(name), Some(item)) => !item.contains_key(name.as_str()),
         (Condition::AttributeMissing(_), None) => false,
         (Condition::All(all), current) => all.iter().all(|c| condition_holds(c, current)),
+        (Condition::Any(any), current) => any.iter().any(|c| condition_holds(c, current)),
     }
 }
