@@ -199,7 +199,14 @@ async fn check_target(
         .map(ProjectId::parse)
         .transpose()
         .map_err(|e| format!("--project: {e}"))?;
-    Ok((args.store.open().await?, project))
+    let store = args.store.open().await?;
+    if let Some(id) = &project {
+        let repo = crate::repo::Repo::new(store.clone(), Limits::default());
+        if repo.load_project(id, true).await?.is_none() {
+            return Err(format!("--project: project {id} does not exist").into());
+        }
+    }
+    Ok((store, project))
 }
 
 async fn serve(args: ServeArgs) -> Result<(), CliError> {

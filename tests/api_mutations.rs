@@ -479,6 +479,67 @@ async fn stale_versions_conflict_and_change_nothing(backend: Backend) {
     assert_clean(&app).await;
 }
 
+/// An edit that changes nothing writes nothing and keeps every version, so it cannot make
+/// another client's `expectedVersion` stale.
+async fn edits_that_change_nothing_write_nothing(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let f = fixture(&app).await;
+    let issue = create_issue(
+        &app,
+        &f.project,
+        "same",
+        json!([{"fieldId": f.int_field, "value": "1"}]),
+    )
+    .await;
+    let id = issue["issue"]["id"].as_str().unwrap();
+    let noops = [
+        (UPDATE_ISSUE, json!({"id": id})),
+        (
+            UPDATE_ISSUE,
+            json!({"id": id, "name": " same ", "state": "OPEN"}),
+        ),
+        (SET_VALUES, json!({"issue": id, "values": []})),
+        (
+            SET_VALUES,
+            json!({"issue": id, "values": [{"fieldId": f.int_field, "value": "01"}]}),
+        ),
+        (
+            SET_VALUES,
+            json!({"issue": id, "values": [{"fieldId": f.text_field, "value": null}]}),
+        ),
+        (
+            r#"mutation($id: ID!) { updateProject(input: {id: $id, name: "Bridge"}) { project { version } } }"#,
+            json!({"id": f.project}),
+        ),
+        (
+            r#"mutation($id: ID!) { updateCustomField(input: {id: $id, name: "Estimate"}) { customField { version } } }"#,
+            json!({"id": f.int_field}),
+        ),
+        (
+            r#"mutation($id: ID!) { updateTenant(input: {id: $id, name: "Acme"}) { tenant { id } } }"#,
+            json!({"id": f.tenant}),
+        ),
+    ];
+    for (query, vars) in noops {
+        let body = app.post(query, vars.clone()).await;
+        assert!(body.get("errors").is_none(), "{vars}: {body:#}");
+        assert_eq!(
+            body["extensions"]["cost"]["writeCapacityUnits"], 0.0,
+            "{vars}"
+        );
+    }
+    let now = app
+        .data(
+            r#"query($i: ID!, $p: ID!, $f: ID!) { issue(id: $i) { version } project(id: $p) { version } node(id: $f) { ... on CustomField { version } } }"#,
+            json!({"i": id, "p": f.project, "f": f.int_field}),
+        )
+        .await;
+    assert_eq!(
+        now,
+        json!({"issue": {"version": 1}, "project": {"version": 1}, "node": {"version": 1}})
+    );
+}
+
 async fn client_mutation_ids_make_retries_idempotent(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let f = fixture(&app).await;
@@ -775,6 +836,7 @@ both_stores!(
     validation_errors_name_the_input_field,
     stale_versions_conflict_and_change_nothing,
     client_mutation_ids_make_retries_idempotent,
+    edits_that_change_nothing_write_nothing,
     foreign_rows_are_edited_safely,
     deleting_a_field_hides_it_and_sweeps_its_cells,
     deleting_a_project_sweeps_every_row,

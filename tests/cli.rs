@@ -243,6 +243,8 @@ async fn verify_and_reindex_find_and_repair_drift(backend: Backend) {
     let (only, _) = cli.run_failing(&["verify", "--project", "project-35e9"]);
     assert_eq!(only, out);
     assert_eq!(cli.run(&["verify", "--project", "project-7b7e"]), "");
+    let (_, err) = cli.run_failing(&["verify", "--project", "project-0000"]);
+    assert!(err.contains("project project-0000 does not exist"), "{err}");
     let repaired = cli.run(&["reindex"]);
     assert_eq!(repaired.lines().count(), 2, "{repaired}");
     assert_eq!(cli.run(&["verify"]), "");

@@ -230,7 +230,8 @@ pub struct CreateIssueInput {
     pub name: String,
     /// Default `OPEN`.
     pub state: Option<IssueState>,
-    /// Initial cells; at most 96 per call.
+    /// Initial cells; at most 96 per call (95 with a `clientMutationId`: one atomic write
+    /// holds 100 rows).
     pub field_values: Option<Vec<FieldValueInput>>,
     pub client_mutation_id: Option<String>,
 }

@@ -239,7 +239,9 @@ impl Writes {
         let name = valid_name("name", name)?;
         let (id, name) = (&id, &name);
         self.execute(client_id, "updateTenant", &(id, name), move || async move {
-            self.tenant(id).await?;
+            if self.tenant(id).await?.name == *name {
+                return Ok(Plan::new(Vec::new(), id.to_string()));
+            }
             let op = WriteOp::Update {
                 key: keys::tenant(id),
                 actions: vec![set(attrs::NAME, AttributeValue::S(name.clone()))],
@@ -306,6 +308,9 @@ impl Writes {
                 let project = &data.project;
                 check_expected(expected_version, project.version, &id)?;
                 let name = name.clone().unwrap_or_else(|| project.name.clone());
+                if name == project.name {
+                    return Ok(Plan::new(Vec::new(), id.to_string()));
+                }
                 let mut plan = Plan::new(
                     vec![WriteOp::Update {
                         key: keys::project(id, &project.tenant),
@@ -454,6 +459,9 @@ impl Writes {
                 if let Some(position) = position {
                     updated.position = position;
                 }
+                if updated == field {
+                    return Ok(Plan::new(Vec::new(), id.to_string()));
+                }
                 updated.version += 1;
                 let [definition, _] = items::field_items(&updated);
                 let op = WriteOp::Put {
@@ -577,7 +585,8 @@ impl Writes {
                     new.state = state;
                 }
                 let guarded = expected_version.is_some();
-                issue_plan(data, &rows, new, guarded, client_id, "name")
+                let input = if name.is_some() { "name" } else { "state" };
+                issue_plan(data, &old, &rows, new, guarded, client_id, input)
             },
         )
         .await
@@ -603,7 +612,7 @@ impl Writes {
                 let mut new = old.clone();
                 apply_cells("values", &mut new, cells, &data)?;
                 let guarded = expected_version.is_some();
-                issue_plan(data, &rows, new, guarded, client_id, "values")
+                issue_plan(data, &old, &rows, new, guarded, client_id, "values")
             },
         )
         .await
@@ -783,7 +792,13 @@ impl Writes {
                 });
                 ops.len() - 1
             });
-            match self.store().transact_write(ops).await {
+            // Nothing to write (an edit that changes nothing, without a clientMutationId).
+            let written = if ops.is_empty() {
+                Ok(Default::default())
+            } else {
+                self.store().transact_write(ops).await
+            };
+            match written {
                 Ok(_) => {
                     if let (Some(target), Some(sweeps)) = (sweep, &self.sweeps) {
                         sweeps.start(target);
@@ -990,17 +1005,26 @@ fn apply_cells(
 /// write also repairs its issue's index rows if they ever drifted.
 fn issue_plan(
     data: ProjectData,
+    old: &Issue,
     rows: &[Item],
     mut new: Issue,
     guarded: bool,
     client_id: Option<&str>,
     input: &str,
 ) -> Result<Plan, WriteError> {
-    let old_version = new.version;
+    let old_version = old.version;
     // Cells of deleted fields go with any write of the issue, so a sweep that already passed
     // this issue is never undone by a writer that read it earlier.
     new.values
         .retain(|field, _| data.fields.iter().any(|f| &f.id == field));
+    // An edit that changes nothing writes nothing and keeps the version, so it cannot make
+    // another client's `expectedVersion` stale; unless the stored rows drifted, which any
+    // edit repairs.
+    if new == *old && items::diff_rows(rows, &derive(old, &data.fields)?).is_empty() {
+        let mut plan = Plan::new(Vec::new(), new.id.to_string());
+        plan.project = Some(data);
+        return Ok(plan);
+    }
     // A cell another tool wrote that its field's type does not accept cannot be indexed: the
     // client must set or clear it rather than have it silently dropped.
     for (field_id, text) in &new.values {
