@@ -479,6 +479,52 @@ async fn stale_versions_conflict_and_change_nothing(backend: Backend) {
     assert_clean(&app).await;
 }
 
+/// A field that fails is null in `data` (async-graphql 7 leaves it out), and a failed non-null
+/// field nulls its parent, up to the whole `data` for a mutation's non-null payload.
+async fn failed_fields_are_null_as_the_spec_says(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    app.seed_demo().await;
+    let body = app
+        .post(
+            r#"{ issue(id: "issue-020e") { name c: fieldValue(fieldId: "garbage") { value } } }"#,
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        body["data"],
+        json!({"issue": {"name": "Needs Painting", "c": null}})
+    );
+    assert_eq!(body["errors"][0]["path"], json!(["issue", "c"]));
+    let body = app
+        .post(
+            r#"{ project(id: "project-35e9") { name issues(first: 0) { edges { cursor } } } t: tenant(id: "tenant-0807") { name } }"#,
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        body["data"],
+        json!({"project": null, "t": {"name": "ACME Engineering"}})
+    );
+    let body = app
+        .post(
+            r#"mutation { a: createTenant(input: {name: "A"}) { tenant { name } } b: createIssue(input: {projectId: "project-0000", name: "x"}) { issue { id } } }"#,
+            json!({}),
+        )
+        .await;
+    assert_eq!(body["data"], Value::Null);
+    assert_eq!(body["errors"][0]["extensions"]["code"], "NOT_FOUND");
+    let body = app
+        .post(
+            r#"{ nodes(ids: ["issue-020e"]) { id ... on Issue { f: fieldValue(fieldId: "bad") { value } } } }"#,
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        body["data"],
+        json!({"nodes": [{"id": "issue-020e", "f": null}]})
+    );
+}
+
 /// An edit that changes nothing writes nothing and keeps every version, so it cannot make
 /// another client's `expectedVersion` stale.
 async fn edits_that_change_nothing_write_nothing(backend: Backend) {
@@ -837,6 +883,7 @@ both_stores!(
     stale_versions_conflict_and_change_nothing,
     client_mutation_ids_make_retries_idempotent,
     edits_that_change_nothing_write_nothing,
+    failed_fields_are_null_as_the_spec_says,
     foreign_rows_are_edited_safely,
     deleting_a_field_hides_it_and_sweeps_its_cells,
     deleting_a_project_sweeps_every_row,

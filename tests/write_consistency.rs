@@ -80,8 +80,10 @@ async fn concurrent_writers_keep_numbers_unique_and_rows_consistent(backend: Bac
                 // Deterministic choice among the issues created so far.
                 ids[(k * 7) % ids.len()].clone()
             };
-            for target in [&id, &other] {
-                app.data(edit, json!({"i": target, "f": field, "v": k.to_string()}))
+            // Every edit writes a value no other edit writes, so none is a no-op.
+            for (n, target) in [&id, &other].into_iter().enumerate() {
+                let value = (1000 * n + k).to_string();
+                app.data(edit, json!({"i": target, "f": field, "v": value}))
                     .await;
                 *edits.lock().unwrap().entry(target.clone()).or_default() += 1;
             }

@@ -75,6 +75,12 @@ impl Gateway {
         let mut response = self.schema.execute(request).await;
         self.order
             .restore(&mut response.data, &query, operation_name.as_deref());
+        self.order.null_failed_fields(
+            &mut response.data,
+            &response.errors,
+            &query,
+            operation_name.as_deref(),
+        );
         for error in &mut response.errors {
             ensure_code(error);
         }

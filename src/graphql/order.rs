@@ -1,6 +1,8 @@
-//! Response field order: async-graphql 7 resolves sibling fields concurrently and keeps their
-//! results in completion order; this puts every object of a response back in the order of its
-//! selection set, as the GraphQL spec asks of serialized results.
+//! Response shape: async-graphql 7 resolves sibling fields concurrently and keeps their
+//! results in completion order, and leaves a field that failed out of its object instead of
+//! setting it to null. This puts every object of a response back in the order of its selection
+//! set, and nulls failed fields with the spec's propagation (a failed non-null field nulls its
+//! parent, up to the nearest nullable position), as the GraphQL spec asks of results.
 //!
 //! Fragments only shape the objects their type condition matches, so the walk follows the
 //! schema: each object's type is its field's declared type when that is an object type, or its
@@ -12,10 +14,10 @@ use std::collections::{HashMap, HashSet};
 
 use async_graphql::indexmap::IndexMap;
 use async_graphql::parser::types::{
-    BaseType, DocumentOperations, ExecutableDocument, Selection, SelectionSet, Type, TypeKind,
-    TypeSystemDefinition,
+    BaseType, DocumentOperations, ExecutableDocument, OperationType, Selection, SelectionSet, Type,
+    TypeKind, TypeSystemDefinition,
 };
-use async_graphql::{Name, Value};
+use async_graphql::{Name, PathSegment, ServerError, Value};
 
 /// Fragments nest at most this deep (validation already rejects cycles; this only bounds the
 /// walk).
@@ -24,11 +26,12 @@ const MAX_FRAGMENT_DEPTH: usize = 64;
 /// What the walk needs to know of the schema, read once from its SDL.
 #[derive(Debug, Default)]
 pub struct ResponseOrder {
-    /// Object and interface type → field → the field's named type.
-    fields: HashMap<String, HashMap<String, String>>,
+    /// Object and interface type → field → the field's declared type.
+    fields: HashMap<String, HashMap<String, Type>>,
     /// Interface or union → the object types it can be.
     possible: HashMap<String, HashSet<String>>,
     query_type: String,
+    mutation_type: String,
 }
 
 impl ResponseOrder {
@@ -36,6 +39,7 @@ impl ResponseOrder {
     pub fn from_sdl(sdl: &str) -> Self {
         let mut order = ResponseOrder {
             query_type: "Query".into(),
+            mutation_type: "Mutation".into(),
             ..ResponseOrder::default()
         };
         let Ok(doc) = async_graphql::parser::parse_schema(sdl) else {
@@ -65,7 +69,7 @@ impl ResponseOrder {
             }
             let field_types = fields
                 .iter()
-                .map(|f| (f.node.name.node.to_string(), named_type(&f.node.ty.node)))
+                .map(|f| (f.node.name.node.to_string(), f.node.ty.node.clone()))
                 .collect();
             order.fields.insert(name, field_types);
         }
@@ -92,8 +96,55 @@ impl ResponseOrder {
         walk.reorder(
             data,
             &[&operation.node.selection_set.node],
-            Some(&self.query_type),
+            Some(self.root_type(operation.node.ty)),
         );
+    }
+
+    fn root_type(&self, ty: OperationType) -> &str {
+        match ty {
+            OperationType::Mutation => &self.mutation_type,
+            _ => &self.query_type,
+        }
+    }
+
+    /// Sets every field that failed (an error with a path) to null, propagating to the parent
+    /// while the position is non-null, and the whole `data` when the root field is.
+    pub fn null_failed_fields(
+        &self,
+        data: &mut Value,
+        errors: &[ServerError],
+        query: &str,
+        operation_name: Option<&str>,
+    ) {
+        if errors.iter().all(|e| e.path.is_empty()) {
+            return;
+        }
+        let Ok(doc) = async_graphql::parser::parse_query(query) else {
+            return;
+        };
+        let operation = match &doc.operations {
+            DocumentOperations::Single(op) => op,
+            DocumentOperations::Multiple(ops) => match operation_name.and_then(|n| ops.get(n)) {
+                Some(op) => op,
+                None => return,
+            },
+        };
+        let walk = Walk {
+            order: self,
+            doc: &doc,
+        };
+        let root = self.root_type(operation.node.ty);
+        for error in errors.iter().filter(|e| !e.path.is_empty()) {
+            let nullable =
+                walk.nullability(data, &error.path, &operation.node.selection_set.node, root);
+            // The deepest nullable position at or above the failed field takes the null.
+            match nullable.iter().rposition(|n| *n) {
+                Some(at) => set_null(data, &error.path[..=at]),
+                None if nullable.len() == error.path.len() => *data = Value::Null,
+                // The path could not be followed (a parent is already null): nothing to do.
+                None => {}
+            }
+        }
     }
 
     fn is_abstract(&self, ty: &str) -> bool {
@@ -106,6 +157,39 @@ impl ResponseOrder {
     }
 }
 
+/// Sets the value at `path` to null, adding the key when the object lacks it.
+fn set_null(data: &mut Value, path: &[PathSegment]) {
+    let Some((last, parents)) = path.split_last() else {
+        *data = Value::Null;
+        return;
+    };
+    let mut value = data;
+    for segment in parents {
+        value = match (segment, value) {
+            (PathSegment::Field(key), Value::Object(map)) => match map.get_mut(key.as_str()) {
+                Some(child) => child,
+                None => return,
+            },
+            (PathSegment::Index(i), Value::List(items)) => match items.get_mut(*i) {
+                Some(child) => child,
+                None => return,
+            },
+            _ => return,
+        };
+    }
+    match (last, value) {
+        (PathSegment::Field(key), Value::Object(map)) => {
+            map.insert(Name::new(key), Value::Null);
+        }
+        (PathSegment::Index(i), Value::List(items)) => {
+            if let Some(item) = items.get_mut(*i) {
+                *item = Value::Null;
+            }
+        }
+        _ => {}
+    }
+}
+
 fn named_type(ty: &Type) -> String {
     match &ty.base {
         BaseType::Named(name) => name.to_string(),
@@ -115,7 +199,14 @@ fn named_type(ty: &Type) -> String {
 
 /// The response keys of an object in order, each with the selection sets that shape its value
 /// (a key selected twice merges both) and its declared type.
-type Keys<'a> = IndexMap<Name, (Vec<&'a SelectionSet>, Option<String>)>;
+type Keys<'a> = IndexMap<Name, (Vec<&'a SelectionSet>, Option<Type>)>;
+
+/// What [`Walk::find_field`] found.
+#[derive(Default)]
+struct Found<'a> {
+    ty: Option<Type>,
+    sets: Vec<&'a SelectionSet>,
+}
 
 struct Walk<'a> {
     order: &'a ResponseOrder,
@@ -123,6 +214,112 @@ struct Walk<'a> {
 }
 
 impl<'a> Walk<'a> {
+    /// Whether each position of `path` may be null: a field's declared nullability, or a list
+    /// item's. Shorter than `path` when the path cannot be followed.
+    fn nullability(
+        &self,
+        data: &Value,
+        path: &[PathSegment],
+        root: &'a SelectionSet,
+        root_type: &str,
+    ) -> Vec<bool> {
+        let mut out = Vec::with_capacity(path.len());
+        let mut value = Some(data);
+        let mut sets: Vec<&'a SelectionSet> = vec![root];
+        let mut parent: Option<String> = Some(root_type.to_string());
+        let mut current: Option<Type> = None;
+        for segment in path {
+            match segment {
+                PathSegment::Field(key) => {
+                    let Some(Value::Object(map)) = value else {
+                        break;
+                    };
+                    let mut found = Found::default();
+                    for set in &sets {
+                        self.find_field(set, key, parent.as_deref(), &mut found, 0);
+                    }
+                    let Some(ty) = found.ty else {
+                        break;
+                    };
+                    out.push(ty.nullable);
+                    parent = Some(named_type(&ty));
+                    current = Some(ty);
+                    sets = found.sets;
+                    value = map.get(key.as_str());
+                }
+                PathSegment::Index(i) => {
+                    let Some(Type {
+                        base: BaseType::List(item),
+                        ..
+                    }) = current.take()
+                    else {
+                        break;
+                    };
+                    out.push(item.nullable);
+                    current = Some(*item);
+                    value = match value {
+                        Some(Value::List(items)) => items.get(*i),
+                        _ => None,
+                    };
+                }
+            }
+        }
+        out
+    }
+
+    /// The declared type of the field selected under response key `key`, and the selection
+    /// sets under it. Every fragment is searched, each with its type condition as the parent:
+    /// the field failed, so a fragment that selects it applied, and validation guarantees that
+    /// fields sharing a response key have the same type shape.
+    fn find_field(
+        &self,
+        set: &'a SelectionSet,
+        key: &str,
+        parent: Option<&str>,
+        found: &mut Found<'a>,
+        depth: usize,
+    ) {
+        if depth > MAX_FRAGMENT_DEPTH {
+            return;
+        }
+        for selection in &set.items {
+            let (condition, inner) = match &selection.node {
+                Selection::Field(field) => {
+                    let field = &field.node;
+                    if field.response_key().node.as_str() != key {
+                        continue;
+                    }
+                    if found.ty.is_none() {
+                        found.ty = parent
+                            .and_then(|p| self.order.fields.get(p))
+                            .and_then(|f| f.get(field.name.node.as_str()))
+                            .cloned();
+                    }
+                    found.sets.push(&field.selection_set.node);
+                    continue;
+                }
+                Selection::FragmentSpread(spread) => {
+                    let Some(fragment) = self.doc.fragments.get(&spread.node.fragment_name.node)
+                    else {
+                        continue;
+                    };
+                    let condition = fragment.node.type_condition.node.on.node.to_string();
+                    (Some(condition), &fragment.node.selection_set.node)
+                }
+                Selection::InlineFragment(inline) => (
+                    inline
+                        .node
+                        .type_condition
+                        .as_ref()
+                        .map(|c| c.node.on.node.to_string()),
+                    &inline.node.selection_set.node,
+                ),
+            };
+            let parent = condition.as_deref().or(parent);
+            self.find_field(inner, key, parent, found, depth + 1);
+        }
+    }
+
     fn reorder(&self, value: &mut Value, sets: &[&'a SelectionSet], declared: Option<&str>) {
         match value {
             Value::List(items) => {
@@ -147,6 +344,7 @@ impl<'a> Walk<'a> {
                 let mut unordered = std::mem::take(map);
                 for (key, (subsets, child_type)) in keys {
                     if let Some(mut field) = unordered.shift_remove(&key) {
+                        let child_type = child_type.as_ref().map(named_type);
                         self.reorder(&mut field, &subsets, child_type.as_deref());
                         map.insert(key, field);
                     }
