@@ -267,6 +267,27 @@ impl<'a> Walk<'a> {
         out
     }
 
+    /// The type condition and selection set of a fragment spread or inline fragment (`None`
+    /// for a field, or a spread of an unknown fragment).
+    fn fragment(&self, selection: &'a Selection) -> Option<(Option<Name>, &'a SelectionSet)> {
+        match selection {
+            Selection::Field(_) => None,
+            Selection::FragmentSpread(spread) => {
+                let fragment = self.doc.fragments.get(&spread.node.fragment_name.node)?;
+                let condition = fragment.node.type_condition.node.on.node.clone();
+                Some((Some(condition), &fragment.node.selection_set.node))
+            }
+            Selection::InlineFragment(inline) => Some((
+                inline
+                    .node
+                    .type_condition
+                    .as_ref()
+                    .map(|c| c.node.on.node.clone()),
+                &inline.node.selection_set.node,
+            )),
+        }
+    }
+
     /// The declared type of the field selected under response key `key`, and the selection
     /// sets under it. Every fragment is searched, each with its type condition as the parent:
     /// the field failed, so a fragment that selects it applied, and validation guarantees that
@@ -298,22 +319,10 @@ impl<'a> Walk<'a> {
                     found.sets.push(&field.selection_set.node);
                     continue;
                 }
-                Selection::FragmentSpread(spread) => {
-                    let Some(fragment) = self.doc.fragments.get(&spread.node.fragment_name.node)
-                    else {
-                        continue;
-                    };
-                    let condition = fragment.node.type_condition.node.on.node.to_string();
-                    (Some(condition), &fragment.node.selection_set.node)
-                }
-                Selection::InlineFragment(inline) => (
-                    inline
-                        .node
-                        .type_condition
-                        .as_ref()
-                        .map(|c| c.node.on.node.to_string()),
-                    &inline.node.selection_set.node,
-                ),
+                _ => match self.fragment(&selection.node) {
+                    Some(fragment) => fragment,
+                    None => continue,
+                },
             };
             let parent = condition.as_deref().or(parent);
             self.find_field(inner, key, parent, found, depth + 1);
@@ -383,22 +392,10 @@ impl<'a> Walk<'a> {
                     entry.0.push(&field.selection_set.node);
                     continue;
                 }
-                Selection::FragmentSpread(spread) => {
-                    let Some(fragment) = self.doc.fragments.get(&spread.node.fragment_name.node)
-                    else {
-                        continue;
-                    };
-                    let condition = fragment.node.type_condition.node.on.node.clone();
-                    (Some(condition), &fragment.node.selection_set.node)
-                }
-                Selection::InlineFragment(inline) => (
-                    inline
-                        .node
-                        .type_condition
-                        .as_ref()
-                        .map(|c| c.node.on.node.clone()),
-                    &inline.node.selection_set.node,
-                ),
+                _ => match self.fragment(&selection.node) {
+                    Some(fragment) => fragment,
+                    None => continue,
+                },
             };
             if self.applies(
                 condition.as_deref(),
