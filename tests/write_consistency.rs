@@ -179,6 +179,68 @@ async fn a_sweep_stopped_half_way_is_finished_by_another_instance(backend: Backe
     let _ = ProjectId::parse(&project).unwrap();
 }
 
+/// A running gateway's sweeper finds jobs it was never told about (left by an instance that
+/// died after committing a deletion) at its next periodic round, and takes over jobs whose
+/// lease lapsed: no restart needed.
+async fn the_sweeper_takes_over_jobs_of_instances_that_died(backend: Backend) {
+    use gridgate::repo::sweep::SweepHandle;
+    let test_store = TestStore::new(backend).await;
+    let store = test_store.store.clone();
+    let config = SweepConfig {
+        owner: "survivor".into(),
+        lease: Duration::from_millis(50),
+        settle: Duration::ZERO,
+        ..SweepConfig::default()
+    };
+    let handle = SweepHandle::spawn(Sweeper::new(store.clone(), config));
+    handle.wait_idle().await;
+    // Another instance deletes a field (its sweeper never runs: it "died"), and claims the
+    // job of a second deletion before dying, with a lease that lapses at once.
+    let w = writes(&store);
+    let (project, field) = project_with_field(&w).await;
+    let second = w
+        .create_field(None, &project, "Second", FieldType::Int, None)
+        .await
+        .unwrap()
+        .id;
+    let cells = [
+        (field.clone(), Some("1".to_string())),
+        (second.clone(), Some("2".to_string())),
+    ];
+    for i in 0..10 {
+        w.create_issue(None, &project, &format!("i{i}"), None, &cells)
+            .await
+            .unwrap();
+    }
+    w.delete_field(None, &field).await.unwrap();
+    w.delete_field(None, &second).await.unwrap();
+    let dead = SweepConfig {
+        owner: "dead".into(),
+        lease: Duration::ZERO,
+        settle: Duration::ZERO,
+        stop_after_batches: Some(0),
+        ..SweepConfig::default()
+    };
+    let target = gridgate::items::SweepTarget::Field {
+        project: ProjectId::parse(&project).unwrap(),
+        field: FieldId::parse(&second).unwrap(),
+    };
+    let outcome = Sweeper::new(store.clone(), dead)
+        .run(&target)
+        .await
+        .unwrap();
+    assert_eq!(outcome, SweepOutcome::Interrupted);
+    // Two full rounds after the deletions: both jobs are done.
+    let seen = handle.rounds();
+    handle.wait_rounds(seen + 2).await;
+    let left = Sweeper::new(store.clone(), SweepConfig::default())
+        .pending()
+        .await
+        .unwrap();
+    assert!(left.is_empty(), "{left:?}");
+    assert_clean(&store).await;
+}
+
 /// The cost of sweeping a column of 10,000 cells, measured through a metered store.
 async fn sweeping_a_column_of_ten_thousand_cells(backend: Backend) {
     let test_store = TestStore::new(backend).await;
@@ -355,6 +417,7 @@ async fn source_rows_from_another_tool_are_queryable_after_reindex(backend: Back
 
 both_stores!(
     concurrent_writers_keep_numbers_unique_and_rows_consistent,
+    the_sweeper_takes_over_jobs_of_instances_that_died,
     a_sweep_stopped_half_way_is_finished_by_another_instance,
     sweeping_a_column_of_ten_thousand_cells,
     source_rows_from_another_tool_are_queryable_after_reindex,

@@ -529,6 +529,8 @@ async fn run_all(sweeper: &Sweeper) {
 pub struct SweepHandle {
     tx: mpsc::UnboundedSender<SweepTarget>,
     pending: Arc<watch::Sender<usize>>,
+    /// How many periodic rounds over all pending jobs have ended.
+    rounds: Arc<watch::Sender<u64>>,
 }
 
 impl SweepHandle {
@@ -538,9 +540,11 @@ impl SweepHandle {
     pub fn spawn(sweeper: Sweeper) -> SweepHandle {
         let (tx, mut rx) = mpsc::unbounded_channel::<SweepTarget>();
         let pending = Arc::new(watch::Sender::new(1usize));
+        let rounds = Arc::new(watch::Sender::new(0u64));
         let handle = SweepHandle {
             tx,
             pending: pending.clone(),
+            rounds: rounds.clone(),
         };
         let lease = sweeper.config.lease;
         tokio::spawn(async move {
@@ -573,6 +577,7 @@ impl SweepHandle {
                     }
                     None => {
                         run_all(&sweeper).await;
+                        rounds.send_modify(|n| *n += 1);
                         retry_at = tokio::time::Instant::now() + lease;
                     }
                 }
@@ -595,5 +600,16 @@ impl SweepHandle {
         let mut rx = self.pending.subscribe();
         // The sender lives in `self`, so the channel cannot close while waiting.
         let _ = rx.wait_for(|n| *n == 0).await;
+    }
+
+    /// How many periodic rounds over all pending jobs have ended so far.
+    pub fn rounds(&self) -> u64 {
+        *self.rounds.borrow()
+    }
+
+    /// Completes once at least `n` periodic rounds have ended.
+    pub async fn wait_rounds(&self, n: u64) {
+        let mut rx = self.rounds.subscribe();
+        let _ = rx.wait_for(|done| *done >= n).await;
     }
 }
