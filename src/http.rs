@@ -1,5 +1,6 @@
 //! HTTP: the axum router serving `/graphql` (POST, GET, GraphiQL), `/playground` and
-//! `/healthz`. Transport only: each request is run by [`Gateway::execute`].
+//! `/healthz`. Transport only: each request is run by [`Gateway::execute`], whose schema
+//! extension does the per-request wiring.
 
 use std::sync::Arc;
 

@@ -27,12 +27,15 @@ pub const MAX_DEPTH: usize = 16;
 
 pub type GridSchema = Schema<QueryRoot, MutationRoot, EmptySubscription>;
 
-/// Builds the schema. Per-request data (repo, writes, loaders) is attached by
-/// [`Gateway::execute`].
+/// The schema without per-request wiring: its types and limits, for the SDL and for tests of
+/// the schema alone. [`Gateway`] builds the serving schema from the same builder, with the
+/// request-context extension that attaches each request's repo, writes and loaders.
 pub fn build_schema() -> GridSchema {
-    Schema::build(QueryRoot, MutationRoot, EmptySubscription)
-        .limit_depth(MAX_DEPTH)
-        .finish()
+    schema_builder().finish()
+}
+
+fn schema_builder() -> async_graphql::SchemaBuilder<QueryRoot, MutationRoot, EmptySubscription> {
+    Schema::build(QueryRoot, MutationRoot, EmptySubscription).limit_depth(MAX_DEPTH)
 }
 
 /// The schema in SDL, as committed in `schema.graphql`.
