@@ -875,6 +875,22 @@ async fn write_costs(backend: Backend) {
     assert_eq!(cost["dynamodbCalls"], 4);
     assert_eq!(cost["readCapacityUnits"], 3.0);
     assert_eq!(cost["writeCapacityUnits"], wcu(6.0, 12.0));
+    // Moving a column rewrites its definition row and nothing else, whatever the issues.
+    let body = app
+        .post(
+            r#"mutation($f: ID!) { updateCustomField(input: {id: $f, position: 99}) { customField { position } } }"#,
+            json!({"f": values[0]["fieldId"]}),
+        )
+        .await;
+    let cost = body["extensions"]["cost"].clone();
+    eprintln!("WRITE COST backend={backend:?} move a column {cost}");
+    assert_eq!(
+        body["data"]["updateCustomField"]["customField"]["position"],
+        99
+    );
+    // Lookup row and project partition to plan, one transaction, the same two reads back.
+    assert_eq!(cost["dynamodbCalls"], 5);
+    assert_eq!(cost["writeCapacityUnits"], 2.0);
 }
 
 both_stores!(
