@@ -13,7 +13,7 @@ use std::fmt;
 use super::writes::derive_lenient;
 use super::RepoError;
 use crate::ids::{FieldId, IssueId, ProjectId};
-use crate::items::{self, attrs, types};
+use crate::items::{self, attrs, types, RowChanges};
 use crate::keys;
 use crate::model::{CustomField, FieldValue, Issue, Project};
 use crate::store::{
@@ -347,40 +347,42 @@ impl Snapshot {
             sort,
             Some(&keys::issue_sort(issue.num)),
         );
-        let actual: HashMap<Key, &Item> = self
+        let stored: &[Item] = self
             .index_rows
             .get(issue.id.as_str())
-            .into_iter()
-            .flatten()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let actual: HashMap<Key, &Item> = stored
+            .iter()
             .filter_map(|item| Some((items::item_key(item)?, item)))
             .collect();
-        let mut expected_keys = HashSet::new();
-        for row in expected_rows {
+        // The writers' own diff, between the index rows stored and those the source implies.
+        let expected_index: Vec<Item> = expected_rows
+            .into_iter()
+            .filter(|row| items::item_key(row).as_ref() != Some(&source_key))
+            .collect();
+        let RowChanges { puts, deletes } = items::diff_rows(stored, &expected_index);
+        for row in puts {
             let Some(key) = items::item_key(&row) else {
                 continue;
             };
-            if key == source_key {
-                continue;
-            }
-            expected_keys.insert(key.clone());
             match actual.get(&key) {
                 None => out.push(mismatch(Problem::Missing, key, "index row", Fix::Put(row))),
-                Some(stored) if **stored != row => {
+                Some(old) => {
                     let detail = format!(
                         "index row has GSI1SK {:?}, expected {:?}",
-                        gsi1sk(stored).unwrap_or_default(),
+                        gsi1sk(old).unwrap_or_default(),
                         gsi1sk(&row).unwrap_or_default()
                     );
                     out.push(mismatch(Problem::Stale, key, &detail, Fix::Put(row)))
                 }
-                Some(_) => {}
             }
         }
-        for key in actual.keys() {
-            if !expected_keys.contains(key) && !sweeping.contains(&key.sk) {
+        for key in deletes {
+            if !sweeping.contains(&key.sk) {
                 out.push(mismatch(
                     Problem::Extra,
-                    key.clone(),
+                    key,
                     "index row that the issue does not imply",
                     Fix::Delete,
                 ));
