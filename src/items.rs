@@ -406,6 +406,20 @@ pub fn issue_items(issue: &Issue, fields: &[CustomField]) -> Result<Vec<Item>, E
     Ok(items)
 }
 
+/// The rows an issue as stored implies, leaving out values that no given field or type
+/// accepts (cells another tool wrote): what `verify` compares the table against, since such
+/// cells cannot be indexed.
+pub fn issue_items_lenient(issue: &Issue, fields: &[CustomField]) -> Vec<Item> {
+    let mut clean = issue.clone();
+    clean.values.retain(|id, text| {
+        fields
+            .iter()
+            .find(|f| &f.id == id)
+            .is_some_and(|f| FieldValue::parse(f.field_type, text).is_ok())
+    });
+    issue_items(&clean, fields).unwrap_or_default()
+}
+
 /// Reads an issue's source item. Values are kept as their stored text (see
 /// [`Issue::values`]); entries that are neither strings nor numbers, or whose key is not a
 /// field id, are left out with a warning, because one bad cell must not hide the whole row.

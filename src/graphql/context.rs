@@ -132,9 +132,7 @@ impl Extension for RequestContext {
         let mut response = next.run(ctx).await;
         let query = self.query.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some((query, operation_name)) = query {
-            let order = &self.shared.order;
-            order.restore(&mut response.data, &query, operation_name.as_deref());
-            order.null_failed_fields(
+            self.shared.order.shape(
                 &mut response.data,
                 &response.errors,
                 &query,

@@ -76,49 +76,18 @@ impl ResponseOrder {
         order
     }
 
-    /// Reorders `data` (a response's `data`) by the operation `operation_name` of `query`. A
-    /// query that does not parse leaves `data` as it is (it produced no data anyway).
-    pub fn restore(&self, data: &mut Value, query: &str, operation_name: Option<&str>) {
-        let Ok(doc) = async_graphql::parser::parse_query(query) else {
-            return;
-        };
-        let operation = match &doc.operations {
-            DocumentOperations::Single(op) => op,
-            DocumentOperations::Multiple(ops) => match operation_name.and_then(|n| ops.get(n)) {
-                Some(op) => op,
-                None => return,
-            },
-        };
-        let walk = Walk {
-            order: self,
-            doc: &doc,
-        };
-        walk.reorder(
-            data,
-            &[&operation.node.selection_set.node],
-            Some(self.root_type(operation.node.ty)),
-        );
-    }
-
-    fn root_type(&self, ty: OperationType) -> &str {
-        match ty {
-            OperationType::Mutation => &self.mutation_type,
-            _ => &self.query_type,
-        }
-    }
-
-    /// Sets every field that failed (an error with a path) to null, propagating to the parent
-    /// while the position is non-null, and the whole `data` when the root field is.
-    pub fn null_failed_fields(
+    /// Shapes a response's `data` for the operation `operation_name` of `query`, parsing the
+    /// query once: fields back in selection order, then failed fields (errors with a path)
+    /// set to null, propagating to the parent while the position is non-null, and to the whole
+    /// `data` when the root field is. A query that does not parse leaves `data` as it is (it
+    /// produced no data anyway).
+    pub fn shape(
         &self,
         data: &mut Value,
         errors: &[ServerError],
         query: &str,
         operation_name: Option<&str>,
     ) {
-        if errors.iter().all(|e| e.path.is_empty()) {
-            return;
-        }
         let Ok(doc) = async_graphql::parser::parse_query(query) else {
             return;
         };
@@ -133,10 +102,11 @@ impl ResponseOrder {
             order: self,
             doc: &doc,
         };
+        let root_set = &operation.node.selection_set.node;
         let root = self.root_type(operation.node.ty);
+        walk.reorder(data, &[root_set], Some(root));
         for error in errors.iter().filter(|e| !e.path.is_empty()) {
-            let nullable =
-                walk.nullability(data, &error.path, &operation.node.selection_set.node, root);
+            let nullable = walk.nullability(data, &error.path, root_set, root);
             // The deepest nullable position at or above the failed field takes the null.
             match nullable.iter().rposition(|n| *n) {
                 Some(at) => set_null(data, &error.path[..=at]),
@@ -144,6 +114,13 @@ impl ResponseOrder {
                 // The path could not be followed (a parent is already null): nothing to do.
                 None => {}
             }
+        }
+    }
+
+    fn root_type(&self, ty: OperationType) -> &str {
+        match ty {
+            OperationType::Mutation => &self.mutation_type,
+            _ => &self.query_type,
         }
     }
 
@@ -463,7 +440,7 @@ mod tests {
             "z": {"id": "t", "name": "T"}
         }))
         .unwrap();
-        order().restore(&mut data, query, Some("Q"));
+        order().shape(&mut data, &[], query, Some("Q"));
         assert_eq!(keys(&data), ["z", "m", "a"]);
         let Value::Object(top) = &data else {
             panic!("object")
@@ -492,7 +469,7 @@ mod tests {
             ]
         }))
         .unwrap();
-        order().restore(&mut data, query, None);
+        order().shape(&mut data, &[], query, None);
         let Value::Object(top) = &data else {
             panic!("object")
         };

@@ -10,7 +10,6 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 
-use super::writes::derive_lenient;
 use super::RepoError;
 use crate::ids::{FieldId, IssueId, ProjectId};
 use crate::items::{self, attrs, types, RowChanges};
@@ -339,7 +338,7 @@ impl Snapshot {
                 )),
             }
         }
-        let expected_rows = derive_lenient(issue, &live);
+        let expected_rows = items::issue_items_lenient(issue, &live);
         let source_key = keys::issue(&issue.id, &issue.project);
         check_gsi1sk(
             out,

@@ -1,0 +1,162 @@
+//! Planning: the operations a mutation commits, each conditioned on the state it was planned
+//! from — issue rows derived by `items::issue_items` and diffed by `items::diff_rows`, and the
+//! conditions on versions, tombstones and the project's fields.
+
+use super::validate::check_fits;
+use super::{invalid, now_millis, Plan, WriteError};
+use crate::items::{self, attrs, RowChanges, SweepJob, SweepTarget};
+use crate::keys;
+use crate::model::{CustomField, FieldValue, Issue, Project, ProjectData};
+use crate::repo::RepoError;
+use crate::store::{AttrPath, AttributeValue, Condition, Item, UpdateAction, WriteOp};
+
+/// The plan that turns an issue (as its stored `rows`) into `new`: the source row conditioned
+/// on the version read, the project check, and only the index rows that differ from what is
+/// stored. Diffing against the stored rows (not rows re-derived from the old issue) means a
+/// write also repairs its issue's index rows if they ever drifted.
+pub(super) fn issue_plan(
+    data: ProjectData,
+    old: &Issue,
+    rows: &[Item],
+    mut new: Issue,
+    guarded: bool,
+    client_id: Option<&str>,
+    input: &str,
+) -> Result<Plan, WriteError> {
+    let old_version = old.version;
+    // Cells of deleted fields go with any write of the issue, so a sweep that already passed
+    // this issue is never undone by a writer that read it earlier.
+    new.values
+        .retain(|field, _| data.fields.iter().any(|f| &f.id == field));
+    // An edit that changes nothing writes nothing and keeps the version, so it cannot make
+    // another client's `expectedVersion` stale; unless the stored rows drifted, which any
+    // edit repairs.
+    if new == *old && items::diff_rows(rows, &derive(old, &data.fields)?).is_empty() {
+        let mut plan = Plan::new(Vec::new(), new.id.to_string());
+        plan.project = Some(data);
+        return Ok(plan);
+    }
+    // A cell another tool wrote that its field's type does not accept cannot be indexed: the
+    // client must set or clear it rather than have it silently dropped.
+    for (field_id, text) in &new.values {
+        if let Some(field) = data.field(field_id) {
+            if FieldValue::parse(field.field_type, text).is_err() {
+                return Err(invalid(
+                    input,
+                    format!(
+                        "the issue's cell of {field_id} holds {text:?}, which is not a valid {} \
+                         value: set or clear that cell in this call",
+                        field.field_type.as_str().to_uppercase()
+                    ),
+                ));
+            }
+        }
+    }
+    new.version = old_version + 1;
+    let new_rows = derive(&new, &data.fields)?;
+    let RowChanges { puts, deletes } = items::diff_rows(rows, &new_rows);
+    let source = keys::issue(&new.id, &new.project);
+    let mut ops = Vec::with_capacity(puts.len() + deletes.len() + 2);
+    ops.push(WriteOp::ConditionCheck {
+        key: keys::project(&data.project.id, &data.project.tenant),
+        condition: project_unchanged(&data.project),
+    });
+    for item in puts {
+        if items::item_key(&item).as_ref() == Some(&source) {
+            let condition = Condition::equals(attrs::VERSION, items::number(old_version));
+            ops.insert(
+                0,
+                WriteOp::Put {
+                    item,
+                    condition: Some(condition),
+                },
+            );
+        } else {
+            ops.push(WriteOp::Put {
+                item,
+                condition: None,
+            });
+        }
+    }
+    ops.extend(deletes.into_iter().map(|key| WriteOp::Delete {
+        key,
+        condition: None,
+    }));
+    check_fits(input, &ops, client_id.is_some())?;
+    let mut plan = Plan::new(ops, new.id.to_string());
+    plan.guarded = guarded.then_some(0);
+    plan.project = Some(data);
+    Ok(plan)
+}
+
+/// The rows of an issue whose values were all checked against `fields`.
+pub(super) fn derive(issue: &Issue, fields: &[CustomField]) -> Result<Vec<Item>, WriteError> {
+    items::issue_items(issue, fields).map_err(|e| {
+        tracing::error!(issue = %issue.id, error = %e, "checked issue failed to encode");
+        WriteError::Repo(RepoError::Item(items::ItemError {
+            pk: issue.id.to_string(),
+            sk: issue.project.to_string(),
+            expected: "issue",
+            reason: e.to_string(),
+        }))
+    })
+}
+
+pub(super) fn set(name: &str, value: AttributeValue) -> UpdateAction {
+    UpdateAction::Set(AttrPath::new([name]), value)
+}
+
+pub(super) fn put_new(item: Item) -> WriteOp {
+    WriteOp::Put {
+        item,
+        condition: Some(Condition::NotExists),
+    }
+}
+
+/// The project is not deleted and its fields are the ones the write validated against.
+pub(super) fn project_unchanged(project: &Project) -> Condition {
+    let version = items::number(project.fields_version);
+    let fields = if project.fields_version == 0 {
+        // Read as 0 when absent, so both spellings of "no field changes yet" match.
+        Condition::equals_or_missing(attrs::FIELDS_VERSION, version)
+    } else {
+        Condition::equals(attrs::FIELDS_VERSION, version)
+    };
+    Condition::All(vec![
+        Condition::AttributeMissing(attrs::DELETED.into()),
+        fields,
+    ])
+}
+
+/// The field row still holds what the write read: its `Version` (or none, for rows other tools
+/// wrote without one, whose content is then compared too).
+pub(super) fn field_unchanged(field: &CustomField) -> Condition {
+    Condition::All(vec![
+        Condition::equals_or_missing(attrs::VERSION, items::number(field.version)),
+        Condition::equals(attrs::NAME, AttributeValue::S(field.name.clone())),
+        Condition::equals(attrs::POSITION, items::number(u64::from(field.position))),
+        Condition::AttributeMissing(attrs::DELETED.into()),
+    ])
+}
+
+/// Bumps the project's fields version (a field was created or deleted), conditioned on the
+/// fields the write planned from.
+pub(super) fn bump_fields_version(project: &Project) -> WriteOp {
+    WriteOp::Update {
+        key: keys::project(&project.id, &project.tenant),
+        actions: vec![set(
+            attrs::FIELDS_VERSION,
+            items::number(project.fields_version + 1),
+        )],
+        condition: Some(project_unchanged(project)),
+    }
+}
+
+pub(super) fn new_job(target: SweepTarget) -> SweepJob {
+    SweepJob {
+        target,
+        created: format!("{:020}", now_millis()),
+        lease_owner: None,
+        lease_expires: None,
+    }
+}
