@@ -10,9 +10,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use gridgate::graphql::Gateway;
-use gridgate::paging::Limits;
-use gridgate::repo::writes::RetryPolicy;
+use gridgate::graphql::{Gateway, GatewayOptions};
 use gridgate::seed::{self, Synthetic};
 use gridgate::sortkey;
 use gridgate::store::embedded::EmbeddedStore;
@@ -45,12 +43,7 @@ fn grid_pages(c: &mut Criterion) {
         };
         let created = seed::synthetic(&store, params, |_| {}).await.expect("seed");
         let project = created[0].project.clone();
-        let gateway = Gateway::new(
-            store.clone(),
-            Limits::default(),
-            RetryPolicy::default(),
-            None,
-        );
+        let gateway = Gateway::new(store.clone(), GatewayOptions::default(), None);
         let fields = gateway
             .execute(async_graphql::Request::new(format!(
                 r#"{{ project(id: "{project}") {{ customFields {{ id }} }} }}"#
@@ -63,7 +56,7 @@ fn grid_pages(c: &mut Criterion) {
             .to_string();
         (store, project, field)
     });
-    let gateway = Gateway::new(store, Limits::default(), RetryPolicy::default(), None);
+    let gateway = Gateway::new(store, GatewayOptions::default(), None);
     let orders = [
         ("NUM", serde_json::json!({"field": "NUM"})),
         ("NAME", serde_json::json!({"field": "NAME"})),
@@ -103,7 +96,7 @@ fn edits(c: &mut Criterion) {
         };
         let created = seed::synthetic(&store, params, |_| {}).await.expect("seed");
         let project = created[0].project.clone();
-        let gateway = Gateway::new(store, Limits::default(), RetryPolicy::default(), None);
+        let gateway = Gateway::new(store, GatewayOptions::default(), None);
         let run = |query: String| {
             let gateway = &gateway;
             async move {

@@ -5,42 +5,49 @@ use std::sync::Arc;
 
 use axum::Router;
 
-use crate::graphql::Gateway;
-use crate::http;
-use crate::paging::Limits;
+use crate::auth::Authenticator;
+use crate::graphql::{Gateway, GatewayOptions};
+use crate::http::{self, HttpLimits};
 use crate::repo::sweep::{SweepConfig, SweepHandle, Sweeper};
-use crate::repo::writes::RetryPolicy;
 use crate::store::DynStore;
 
 /// Everything that shapes a running gateway besides its store.
-#[derive(Clone, Debug, Default)]
+#[derive(Default)]
 pub struct Settings {
-    pub limits: Limits,
-    pub retry: RetryPolicy,
+    pub gateway: GatewayOptions,
     pub sweep: SweepConfig,
+    pub http: HttpLimits,
+    pub auth: Authenticator,
 }
 
 /// A built application.
 pub struct App {
     gateway: Arc<Gateway>,
     sweeps: SweepHandle,
+    http: Arc<http::Http>,
 }
 
 /// Builds the application over `store` and starts its sweeper, which first resumes the
 /// sweeps that earlier processes left unfinished.
 pub fn build(store: DynStore, settings: Settings) -> App {
     let sweeps = SweepHandle::spawn(Sweeper::new(store.clone(), settings.sweep));
-    let gateway = Gateway::new(store, settings.limits, settings.retry, Some(sweeps.clone()));
+    let gateway = Arc::new(Gateway::new(store, settings.gateway, Some(sweeps.clone())));
+    let http = Arc::new(http::Http::new(
+        gateway.clone(),
+        settings.auth,
+        settings.http,
+    ));
     App {
-        gateway: Arc::new(gateway),
+        gateway,
         sweeps,
+        http,
     }
 }
 
 impl App {
     /// The HTTP routes.
     pub fn router(&self) -> Router {
-        http::router(self.gateway.clone())
+        http::router(self.http.clone())
     }
 
     pub fn gateway(&self) -> &Arc<Gateway> {
@@ -52,14 +59,13 @@ impl App {
         &self.sweeps
     }
 
-    /// Serves until `shutdown` completes.
+    /// Serves until `shutdown` completes, then lets requests in flight finish for at most
+    /// the configured grace period (see [`http::serve`]).
     pub async fn serve(
         &self,
         listener: tokio::net::TcpListener,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        axum::serve(listener, self.router())
-            .with_graceful_shutdown(shutdown)
-            .await
+        http::serve(listener, self.router(), &self.http.limits, shutdown).await
     }
 }

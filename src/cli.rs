@@ -1,15 +1,21 @@
-//! The command line: `serve`, `table create`, `seed`, `verify`, `reindex` and `schema`, each
-//! flag also read from a `GRIDGATE_*` environment variable.
+//! The command line: `serve`, `table create`, `seed`, `verify`, `reindex`, `schema` and
+//! `token`, each flag also read from a `GRIDGATE_*` environment variable.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
 
 use clap::builder::BoolishValueParser;
 use clap::{Args, Parser, Subcommand};
 
 use crate::app::{self, Settings};
+use crate::auth::{AuthArgs, Authenticator};
 use crate::config::StoreConfig;
-use crate::ids::ProjectId;
-use crate::paging::Limits;
+use crate::graphql::analysis::QueryLimits;
+use crate::graphql::GatewayOptions;
+use crate::http::HttpLimits;
+use crate::ids::{ProjectId, TenantId};
+use crate::paging::{CursorKeys, Limits};
 use crate::repo::verify;
 use crate::seed::{self, Synthetic};
 
@@ -30,7 +36,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve the GraphQL API (the default when no command is given).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Manage the table.
     Table {
         #[command(subcommand)]
@@ -46,6 +52,30 @@ pub enum Command {
     Reindex(CheckArgs),
     /// Print the GraphQL schema (SDL).
     Schema,
+    /// Mint an HS256 token for development, signed with --jwt-secret (GRIDGATE_JWT_SECRET).
+    Token(TokenArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TokenArgs {
+    /// The tenant the caller belongs to (`tenant-…`).
+    #[arg(long)]
+    pub tenant: String,
+    /// Space-separated scopes: grid:read, grid:write, grid:admin.
+    #[arg(long, default_value = "grid:read grid:write")]
+    pub scope: String,
+    /// The token's subject.
+    #[arg(long, default_value = "developer")]
+    pub subject: String,
+    /// Lifetime in seconds.
+    #[arg(long, default_value_t = 3600)]
+    pub ttl: u64,
+    #[arg(long, env = "GRIDGATE_JWT_SECRET", hide_env_values = true)]
+    pub jwt_secret: String,
+    #[arg(long, env = "GRIDGATE_JWT_ISSUER")]
+    pub jwt_issuer: Option<String>,
+    #[arg(long, env = "GRIDGATE_JWT_AUDIENCE")]
+    pub jwt_audience: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -84,6 +114,87 @@ pub struct ServeArgs {
     /// sorts) before its lists return shorter pages.
     #[arg(long, env = "GRIDGATE_MAX_FILTERED_READS", default_value_t = DEFAULT_MAX_FILTERED_READS, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_filtered_reads: u32,
+    #[command(flatten)]
+    pub auth: AuthArgs,
+    /// The key that signs cursors (at least 32 bytes); give every instance behind a load
+    /// balancer the same one. Default: a random key per process.
+    #[arg(long, env = "GRIDGATE_CURSOR_KEY", hide_env_values = true)]
+    pub cursor_key: Option<String>,
+    /// The previous cursor key, still accepted while clients hold cursors signed with it.
+    #[arg(long, env = "GRIDGATE_CURSOR_PREVIOUS_KEY", hide_env_values = true)]
+    pub cursor_previous_key: Option<String>,
+    /// Answer introspection queries (GraphiQL and codegen need them).
+    #[arg(long, env = "GRIDGATE_INTROSPECTION", default_value_t = true, action = clap::ArgAction::Set, value_parser = BoolishValueParser::new())]
+    pub introspection: bool,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// Abuse limits; the defaults are explained in ARCHITECTURE.md ("Hostile input").
+#[derive(Debug, Args)]
+pub struct LimitArgs {
+    /// Most estimated cost of a query (fields, times page sizes and id counts).
+    #[arg(long, env = "GRIDGATE_MAX_QUERY_COST")]
+    pub max_query_cost: Option<u64>,
+    /// Deepest field nesting.
+    #[arg(long, env = "GRIDGATE_MAX_DEPTH")]
+    pub max_depth: Option<usize>,
+    /// Most aliased fields per request.
+    #[arg(long, env = "GRIDGATE_MAX_ALIASES")]
+    pub max_aliases: Option<usize>,
+    /// Most root fields per request.
+    #[arg(long, env = "GRIDGATE_MAX_ROOT_FIELDS")]
+    pub max_root_fields: Option<usize>,
+    /// Most directives per request.
+    #[arg(long, env = "GRIDGATE_MAX_DIRECTIVES")]
+    pub max_directives: Option<usize>,
+    /// Most lexical tokens in a document.
+    #[arg(long, env = "GRIDGATE_MAX_TOKENS")]
+    pub max_tokens: Option<usize>,
+    /// Most DynamoDB calls per request.
+    #[arg(long, env = "GRIDGATE_MAX_CALLS", default_value_t = crate::graphql::DEFAULT_MAX_CALLS)]
+    pub max_calls: u64,
+    /// Most read capacity units per request.
+    #[arg(long, env = "GRIDGATE_MAX_READ_UNITS", default_value_t = crate::graphql::DEFAULT_MAX_READ_UNITS)]
+    pub max_read_units: f64,
+    /// Per-request timeout, in milliseconds.
+    #[arg(long, env = "GRIDGATE_REQUEST_TIMEOUT_MS")]
+    pub request_timeout_ms: Option<u64>,
+    /// GraphQL requests in flight before 503.
+    #[arg(long, env = "GRIDGATE_MAX_IN_FLIGHT")]
+    pub max_in_flight: Option<usize>,
+    /// Largest request body, in bytes.
+    #[arg(long, env = "GRIDGATE_MAX_BODY_BYTES")]
+    pub max_body_bytes: Option<usize>,
+    /// How long requests in flight may finish after SIGTERM, in milliseconds.
+    #[arg(long, env = "GRIDGATE_SHUTDOWN_GRACE_MS")]
+    pub shutdown_grace_ms: Option<u64>,
+}
+
+impl LimitArgs {
+    fn query_limits(&self) -> QueryLimits {
+        let d = QueryLimits::default();
+        QueryLimits {
+            max_cost: self.max_query_cost.unwrap_or(d.max_cost),
+            max_depth: self.max_depth.unwrap_or(d.max_depth),
+            max_aliases: self.max_aliases.unwrap_or(d.max_aliases),
+            max_root_fields: self.max_root_fields.unwrap_or(d.max_root_fields),
+            max_directives: self.max_directives.unwrap_or(d.max_directives),
+            max_tokens: self.max_tokens.unwrap_or(d.max_tokens),
+        }
+    }
+
+    fn http_limits(&self) -> HttpLimits {
+        let d = HttpLimits::default();
+        let ms = |v: Option<u64>, default| v.map_or(default, Duration::from_millis);
+        HttpLimits {
+            request_timeout: ms(self.request_timeout_ms, d.request_timeout),
+            max_in_flight: self.max_in_flight.unwrap_or(d.max_in_flight).max(1),
+            max_body_bytes: self.max_body_bytes.unwrap_or(d.max_body_bytes),
+            shutdown_grace: ms(self.shutdown_grace_ms, d.shutdown_grace),
+            ..d
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -125,7 +236,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         },
     };
     match command {
-        Command::Serve(args) => serve(args).await,
+        Command::Serve(args) => serve(*args).await,
         Command::Table {
             action: TableAction::Create(args),
         } => {
@@ -163,6 +274,20 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Schema => {
             print!("{}", crate::graphql::sdl());
+            Ok(())
+        }
+        Command::Token(args) => {
+            TenantId::parse(&args.tenant).map_err(|e| format!("--tenant: {e}"))?;
+            let token = crate::auth::mint_hs256(
+                &args.jwt_secret,
+                &args.subject,
+                &args.tenant,
+                &args.scope,
+                Duration::from_secs(args.ttl),
+                args.jwt_issuer.as_deref(),
+                args.jwt_audience.as_deref(),
+            )?;
+            println!("{token}");
             Ok(())
         }
     }
@@ -210,6 +335,42 @@ async fn check_target(
 }
 
 async fn serve(args: ServeArgs) -> Result<(), CliError> {
+    let auth = Authenticator::from_args(&args.auth)?;
+    if !auth.is_enabled() {
+        if !args.listen.ip().is_loopback() && !args.auth.allow_unauthenticated {
+            return Err(format!(
+                "refusing to serve without authentication on {}: every caller would see every \
+                 tenant. Use --auth jwt, listen on a loopback address, or pass \
+                 --allow-unauthenticated for a trusted network",
+                args.listen
+            )
+            .into());
+        }
+        tracing::warn!(
+            "authentication is off (--auth none): every caller sees every tenant; for local \
+             development only"
+        );
+    }
+    let cursor_keys = match &args.cursor_key {
+        Some(key) if key.len() < 32 => {
+            return Err("--cursor-key must be at least 32 bytes".into());
+        }
+        Some(key) => CursorKeys::new(
+            key.as_bytes().to_vec(),
+            args.cursor_previous_key
+                .as_ref()
+                .map(|k| k.as_bytes().to_vec()),
+        ),
+        None => {
+            if auth.is_enabled() {
+                tracing::warn!(
+                    "no --cursor-key: cursors are signed with a random key of this process \
+                     and will not work on other instances or after a restart"
+                );
+            }
+            CursorKeys::random()
+        }
+    };
     let store = args.store.open().await?;
     if !args.no_demo && seed::demo_if_missing(&store).await? {
         tracing::info!("loaded the demo data into the empty store");
@@ -219,9 +380,19 @@ async fn serve(args: ServeArgs) -> Result<(), CliError> {
     tracing::info!(%addr, store = store.name(), "serving GraphQL at http://{addr}/graphql");
     eprintln!("gridgate listening on http://{addr}/graphql");
     let settings = Settings {
-        limits: Limits {
-            max_filtered_reads: args.max_filtered_reads as usize,
+        gateway: GatewayOptions {
+            limits: Limits {
+                max_filtered_reads: args.max_filtered_reads as usize,
+            },
+            cursor_keys: Arc::new(cursor_keys),
+            query_limits: args.limits.query_limits(),
+            max_calls: args.limits.max_calls,
+            max_read_units: args.limits.max_read_units,
+            introspection: args.introspection,
+            ..GatewayOptions::default()
         },
+        http: args.limits.http_limits(),
+        auth,
         ..Settings::default()
     };
     app::build(store, settings)

@@ -2,8 +2,9 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
-use crate::store::dynamodb::{DynamoConfig, DynamoStore};
+use crate::store::dynamodb::{DynamoConfig, DynamoStore, SdkSettings};
 use crate::store::embedded::EmbeddedStore;
 use crate::store::{table, DynStore, Store, StoreError};
 
@@ -32,6 +33,20 @@ pub struct StoreConfig {
     /// SDK's own AWS_ENDPOINT_URL_DYNAMODB works too).
     #[arg(long, env = "GRIDGATE_ENDPOINT")]
     pub endpoint: Option<String>,
+    /// DynamoDB: attempts per call, the first included, before the call fails with
+    /// STORE_UNAVAILABLE or THROTTLED [default: 3].
+    #[arg(long, env = "GRIDGATE_DYNAMODB_MAX_ATTEMPTS", value_parser = clap::value_parser!(u32).range(1..))]
+    pub dynamodb_max_attempts: Option<u32>,
+    /// DynamoDB: milliseconds to establish a connection [default: 1000].
+    #[arg(long, env = "GRIDGATE_DYNAMODB_CONNECT_TIMEOUT_MS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub dynamodb_connect_timeout_ms: Option<u64>,
+    /// DynamoDB: milliseconds for one attempt of a call [default: 2000].
+    #[arg(long, env = "GRIDGATE_DYNAMODB_ATTEMPT_TIMEOUT_MS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub dynamodb_attempt_timeout_ms: Option<u64>,
+    /// DynamoDB: milliseconds for a whole call, every attempt and backoff included
+    /// [default: 5000].
+    #[arg(long, env = "GRIDGATE_DYNAMODB_OPERATION_TIMEOUT_MS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub dynamodb_operation_timeout_ms: Option<u64>,
 }
 
 impl StoreConfig {
@@ -41,7 +56,65 @@ impl StoreConfig {
             data_dir: data_dir.into(),
             table: table::DEFAULT_TABLE.into(),
             endpoint: None,
+            dynamodb_max_attempts: None,
+            dynamodb_connect_timeout_ms: None,
+            dynamodb_attempt_timeout_ms: None,
+            dynamodb_operation_timeout_ms: None,
         }
+    }
+
+    /// The DynamoDB table `table`, at `endpoint` (DynamoDB Local) or where the AWS
+    /// configuration says, with the default client settings.
+    pub fn dynamodb(table: impl Into<String>, endpoint: Option<String>) -> Self {
+        StoreConfig {
+            store: StoreKind::Dynamodb,
+            table: table.into(),
+            endpoint,
+            ..StoreConfig::embedded("data")
+        }
+    }
+
+    /// The DynamoDB client's retries and timeouts: the defaults of [`SdkSettings`] with the
+    /// flags given.
+    pub fn sdk_settings(&self) -> SdkSettings {
+        let defaults = SdkSettings::default();
+        let ms = |flag: Option<u64>, default: Duration| flag.map_or(default, Duration::from_millis);
+        SdkSettings {
+            max_attempts: self.dynamodb_max_attempts.unwrap_or(defaults.max_attempts),
+            connect_timeout: ms(self.dynamodb_connect_timeout_ms, defaults.connect_timeout),
+            attempt_timeout: ms(self.dynamodb_attempt_timeout_ms, defaults.attempt_timeout),
+            operation_timeout: ms(
+                self.dynamodb_operation_timeout_ms,
+                defaults.operation_timeout,
+            ),
+            ..defaults
+        }
+    }
+
+    /// The DynamoDB-only flags given, by name (refused with the embedded store).
+    fn dynamodb_flags(&self) -> Vec<&'static str> {
+        [
+            ("--endpoint (GRIDGATE_ENDPOINT)", self.endpoint.is_some()),
+            (
+                "--dynamodb-max-attempts (GRIDGATE_DYNAMODB_MAX_ATTEMPTS)",
+                self.dynamodb_max_attempts.is_some(),
+            ),
+            (
+                "--dynamodb-connect-timeout-ms (GRIDGATE_DYNAMODB_CONNECT_TIMEOUT_MS)",
+                self.dynamodb_connect_timeout_ms.is_some(),
+            ),
+            (
+                "--dynamodb-attempt-timeout-ms (GRIDGATE_DYNAMODB_ATTEMPT_TIMEOUT_MS)",
+                self.dynamodb_attempt_timeout_ms.is_some(),
+            ),
+            (
+                "--dynamodb-operation-timeout-ms (GRIDGATE_DYNAMODB_OPERATION_TIMEOUT_MS)",
+                self.dynamodb_operation_timeout_ms.is_some(),
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(name, given)| given.then_some(name))
+        .collect()
     }
 
     /// Opens the configured store. The embedded store creates its files and tables (zero
@@ -49,11 +122,13 @@ impl StoreConfig {
     /// production tables is an operator's decision, not a side effect of starting a server.
     pub async fn open(&self) -> Result<DynStore, StoreError> {
         match self.store {
-            StoreKind::Embedded if self.endpoint.is_some() => Err(StoreError::Invalid(
-                "--endpoint (GRIDGATE_ENDPOINT) only applies to --store dynamodb; the embedded \
-                 store keeps its data under --data-dir"
-                    .into(),
-            )),
+            StoreKind::Embedded if !self.dynamodb_flags().is_empty() => {
+                Err(StoreError::Invalid(format!(
+                    "{} only applies to --store dynamodb; the embedded store keeps its data \
+                     under --data-dir",
+                    self.dynamodb_flags().join(", ")
+                )))
+            }
             StoreKind::Embedded => {
                 let store = EmbeddedStore::open(&self.data_dir, &self.table)?;
                 store.ensure_table().await?;
@@ -69,14 +144,76 @@ impl StoreConfig {
                 let local_credentials = endpoint.is_some()
                     && std::env::var_os("AWS_ACCESS_KEY_ID").is_none()
                     && std::env::var_os("AWS_PROFILE").is_none();
-                let store = DynamoStore::connect(DynamoConfig {
-                    table: self.table.clone(),
-                    endpoint,
-                    local_credentials,
-                })
+                let store = DynamoStore::connect_with(
+                    DynamoConfig {
+                        table: self.table.clone(),
+                        endpoint,
+                        local_credentials,
+                    },
+                    self.sdk_settings(),
+                )
                 .await?;
                 Ok(Arc::new(store))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        store: StoreConfig,
+    }
+
+    #[test]
+    fn dynamodb_client_flags_override_the_defaults() {
+        let cli = Cli::parse_from([
+            "gridgate",
+            "--store",
+            "dynamodb",
+            "--dynamodb-max-attempts",
+            "5",
+            "--dynamodb-operation-timeout-ms",
+            "800",
+            "--dynamodb-attempt-timeout-ms",
+            "300",
+        ]);
+        assert_eq!(
+            cli.store.sdk_settings(),
+            SdkSettings {
+                max_attempts: 5,
+                attempt_timeout: Duration::from_millis(300),
+                operation_timeout: Duration::from_millis(800),
+                ..SdkSettings::default()
+            }
+        );
+        let defaults = Cli::parse_from(["gridgate", "--store", "dynamodb"]);
+        assert_eq!(defaults.store.sdk_settings(), SdkSettings::default());
+        assert!(Cli::try_parse_from(["gridgate", "--dynamodb-max-attempts", "0"]).is_err());
+        assert!(Cli::try_parse_from(["gridgate", "--dynamodb-connect-timeout-ms", "0"]).is_err());
+    }
+
+    #[tokio::test]
+    async fn dynamodb_client_flags_are_refused_with_the_embedded_store() {
+        let dir = std::env::temp_dir().join("gridgate-config-test-unused");
+        let mut config = StoreConfig::embedded(&dir);
+        config.dynamodb_max_attempts = Some(2);
+        match config.open().await {
+            Err(StoreError::Invalid(message)) => {
+                assert!(
+                    message.contains("--dynamodb-max-attempts")
+                        && message.contains("--store dynamodb"),
+                    "{message}"
+                );
+            }
+            other => panic!("expected a refusal, got {:?}", other.map(|_| ())),
+        }
+        assert!(!dir.exists(), "nothing is created when refused");
     }
 }

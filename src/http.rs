@@ -1,93 +1,620 @@
-//! HTTP: the axum router serving `/graphql` (POST, GET, GraphiQL), `/playground` and
-//! `/healthz`. Transport only: each request is run by [`Gateway::execute`], whose schema
-//! extension does the per-request wiring.
+//! HTTP: the transport. Routes `/graphql` (POST, GET, GraphiQL), `/playground`, `/healthz`
+//! and `/readyz`; follows the GraphQL-over-HTTP spec's content negotiation and status codes;
+//! authenticates the caller; and bounds every request (size, headers, time, requests in
+//! flight), answering every refusal as a JSON GraphQL error with a code and the request id.
+//! The server loop ([`serve`]) adds header-read timeouts and a bounded graceful shutdown.
+//!
+//! Each GraphQL request is run by [`Gateway::execute`], whose schema extension does the
+//! per-request wiring; this module only decides who the caller is and what goes on the wire.
 
+use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_graphql::http::{playground_source, GraphQLPlaygroundConfig, GraphiQLSource};
-use async_graphql_axum::{GraphQLRequest, GraphQLResponse};
-use axum::extract::{RawQuery, State};
-use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::body::{Body, Bytes};
+use axum::extract::{RawQuery, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
+use tokio::sync::Semaphore;
 use tower_http::cors::{Any, CorsLayer};
-use tower_http::limit::RequestBodyLimitLayer;
-use tower_http::trace::TraceLayer;
 
+use crate::auth::{Access, Authenticator};
 use crate::graphql::error::ErrorCode;
 use crate::graphql::Gateway;
 
-/// What every request handler shares: the gateway that runs requests.
-pub type AppState = Arc<Gateway>;
+/// The media type of GraphQL-over-HTTP responses.
+pub const GRAPHQL_RESPONSE_JSON: &str = "application/graphql-response+json";
+/// The legacy media type, for clients that accept nothing else.
+pub const APPLICATION_JSON: &str = "application/json";
+/// The request id header: honoured when a client (or a load balancer) sends one.
+pub const REQUEST_ID: &str = "x-request-id";
 
-/// The largest request body accepted: a grid query with variables is a few kilobytes.
-pub const MAX_BODY_BYTES: usize = 256 * 1024;
+/// Bounds on every HTTP request; the defaults are justified one by one.
+#[derive(Clone, Debug)]
+pub struct HttpLimits {
+    /// Request bodies: DynamoDB stores items of at most 400 KB, so no legitimate mutation
+    /// (96 long TEXT cells of one issue) needs more than that plus JSON overhead; a grid
+    /// query with variables is a few KB.
+    pub max_body_bytes: usize,
+    /// The query document itself: grid queries are ~1 KB and hand-written exploration a few;
+    /// past 32 KB a document is generated, and the token limit bounds the parser anyway.
+    pub max_query_bytes: usize,
+    /// Request targets (GET queries travel in the URL): browsers and proxies break beyond
+    /// ~8–16 KB, so longer queries belong in a POST.
+    pub max_uri_bytes: usize,
+    /// All request headers together, and their number: a browser sends ~1 KB in ~20
+    /// headers; a JWT adds ~1 KB.
+    pub max_header_bytes: usize,
+    pub max_headers: usize,
+    /// One GraphQL request, from the first call to the last: a grid page takes milliseconds,
+    /// the slowest legitimate request (a capped empty-cell search) well under a second.
+    pub request_timeout: Duration,
+    /// Reading the request headers, and the body: a slow or half-open client must not hold a
+    /// connection (and its memory) for ever.
+    pub header_read_timeout: Duration,
+    pub body_read_timeout: Duration,
+    /// GraphQL requests in flight at once; beyond it requests get 503 at once rather than
+    /// queueing (latency for everyone) or exhausting memory.
+    pub max_in_flight: usize,
+    /// After SIGTERM, how long requests in flight may take before they are cancelled.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits {
+            max_body_bytes: 512 * 1024,
+            max_query_bytes: 32 * 1024,
+            max_uri_bytes: 16 * 1024,
+            max_header_bytes: 16 * 1024,
+            max_headers: 64,
+            request_timeout: Duration::from_secs(10),
+            header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(10),
+            max_in_flight: 256,
+            shutdown_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+/// What every handler shares.
+pub struct Http {
+    gateway: Arc<Gateway>,
+    auth: Authenticator,
+    pub limits: HttpLimits,
+    in_flight: Arc<Semaphore>,
+}
+
+impl Http {
+    pub fn new(gateway: Arc<Gateway>, auth: Authenticator, limits: HttpLimits) -> Self {
+        Http {
+            gateway,
+            auth,
+            in_flight: Arc::new(Semaphore::new(limits.max_in_flight)),
+            limits,
+        }
+    }
+}
+
+pub type AppState = Arc<Http>;
+
+/// A request's id: the client's `x-request-id` when it is sane, else a new ULID.
+#[derive(Clone, Debug)]
+pub struct RequestId(pub Arc<str>);
 
 /// The application's routes.
 pub fn router(state: AppState) -> Router {
+    let graphql = get(graphql_get)
+        .post(graphql_post)
+        .fallback(method_not_allowed)
+        .layer(middleware::from_fn_with_state(state.clone(), limit_in_flight));
     Router::new()
-        .route("/graphql", get(graphql_get).post(graphql_post))
+        .route("/graphql", graphql)
         .route("/playground", get(playground))
         .route("/healthz", get(healthz))
-        .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
-        .layer(TraceLayer::new_for_http())
+        .route("/readyz", get(readyz))
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(state.clone(), bound_head))
         .layer(cors())
+        .layer(middleware::from_fn(request_id))
         .with_state(state)
 }
 
-/// Browsers may call the API from any origin: it takes no cookies (credentials, when they
-/// come, travel in the `Authorization` header), so a permissive policy exposes nothing.
+/// Browsers may call the API from any origin: it takes no cookies (credentials travel in the
+/// `Authorization` header), so a permissive policy exposes nothing.
 fn cors() -> CorsLayer {
     CorsLayer::new()
         .allow_origin(Any)
         .allow_methods([Method::GET, Method::POST])
-        .allow_headers([header::CONTENT_TYPE, header::AUTHORIZATION, header::ACCEPT])
+        .allow_headers([
+            header::CONTENT_TYPE,
+            header::AUTHORIZATION,
+            header::ACCEPT,
+            header::HeaderName::from_static(REQUEST_ID),
+        ])
+        .expose_headers([header::HeaderName::from_static(REQUEST_ID)])
 }
 
-async fn graphql_post(
-    State(state): State<AppState>,
-    request: GraphQLRequest<BadRequest>,
-) -> GraphQLResponse {
-    state.execute(request.into_inner()).await.into()
+// ---------------------------------------------------------------------------------------------
+// Middleware.
+
+/// Gives every request an id (the client's, when printable and at most 128 bytes), runs it in
+/// a span carrying the id, and returns the id in the response header.
+async fn request_id(mut request: Request, next: Next) -> Response {
+    let id: Arc<str> = request
+        .headers()
+        .get(REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty() && v.len() <= 128 && v.bytes().all(|b| b.is_ascii_graphic()))
+        .map(Arc::from)
+        .unwrap_or_else(|| Arc::from(ulid::Ulid::new().to_string().to_ascii_lowercase()));
+    request.extensions_mut().insert(RequestId(id.clone()));
+    let span = tracing::info_span!(
+        "request",
+        request_id = %id,
+        method = %request.method(),
+        path = %request.uri().path(),
+    );
+    let started = std::time::Instant::now();
+    let mut response = {
+        use tracing::Instrument;
+        next.run(request).instrument(span.clone()).await
+    };
+    span.in_scope(|| {
+        tracing::info!(
+            status = response.status().as_u16(),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "request finished"
+        );
+    });
+    if let Ok(value) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert(REQUEST_ID, value);
+    }
+    response
 }
 
-/// A request body that is not one GraphQL request: answered as a GraphQL error response with a
-/// code, like every other failure, instead of the extractor's plain-text default.
-struct BadRequest(async_graphql::ParseRequestError);
+/// Refuses requests whose target or headers are too large (414, 431) before anything reads
+/// them further. (hyper's own, larger limits stay as a backstop for what never reaches here.)
+async fn bound_head(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let limits = &state.limits;
+    let id = request_id_of(&request);
+    let uri_len = request
+        .uri()
+        .path_and_query()
+        .map_or(0, |p| p.as_str().len());
+    if uri_len > limits.max_uri_bytes {
+        return refuse(
+            StatusCode::URI_TOO_LONG,
+            ErrorCode::BadRequest,
+            &format!(
+                "the request target is longer than {} bytes; send long queries with POST",
+                limits.max_uri_bytes
+            ),
+            &id,
+        );
+    }
+    let headers = request.headers();
+    let header_bytes: usize = headers
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len() + 4)
+        .sum();
+    if headers.len() > limits.max_headers || header_bytes > limits.max_header_bytes {
+        return refuse(
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            ErrorCode::BadRequest,
+            &format!(
+                "the request headers are too large (at most {} headers, {} bytes)",
+                limits.max_headers, limits.max_header_bytes
+            ),
+            &id,
+        );
+    }
+    next.run(request).await
+}
 
-impl From<async_graphql::ParseRequestError> for BadRequest {
-    fn from(e: async_graphql::ParseRequestError) -> Self {
-        BadRequest(e)
+/// Bounds GraphQL requests in flight: beyond the limit a request is refused at once with
+/// 503 and `Retry-After`, so an overload cannot queue up latency for everyone.
+async fn limit_in_flight(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let Ok(permit) = state.in_flight.clone().try_acquire_owned() else {
+        let id = request_id_of(&request);
+        let mut response = refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::Overloaded,
+            "the server is at its limit of requests in flight; retry shortly",
+            &id,
+        );
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return response;
+    };
+    let response = next.run(request).await;
+    drop(permit);
+    response
+}
+
+fn request_id_of(request: &Request) -> RequestId {
+    request
+        .extensions()
+        .get::<RequestId>()
+        .cloned()
+        .unwrap_or_else(|| RequestId(Arc::from("unknown")))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Responses.
+
+/// A refusal as GraphQL-over-HTTP clients expect it: `{"errors": [...]}` with a code and the
+/// request id, as JSON.
+fn refuse(status: StatusCode, code: ErrorCode, message: &str, id: &RequestId) -> Response {
+    let body = serde_json::json!({
+        "errors": [{
+            "message": message,
+            "extensions": { "code": code.as_str(), "requestId": &*id.0 }
+        }]
+    });
+    let mut response = (status, axum::Json(body)).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(APPLICATION_JSON),
+    );
+    response
+}
+
+async fn method_not_allowed(request: Request) -> Response {
+    let id = request_id_of(&request);
+    let mut response = refuse(
+        StatusCode::METHOD_NOT_ALLOWED,
+        ErrorCode::BadRequest,
+        "use GET (queries) or POST (queries and mutations)",
+        &id,
+    );
+    response
+        .headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static("GET, POST"));
+    response
+}
+
+async fn not_found(request: Request) -> Response {
+    let id = request_id_of(&request);
+    refuse(
+        StatusCode::NOT_FOUND,
+        ErrorCode::BadRequest,
+        "no such route: the API is at /graphql",
+        &id,
+    )
+}
+
+/// Which media type the response is written in, from the request's `Accept`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Media {
+    /// `application/graphql-response+json`: request errors get 4xx.
+    GraphqlResponse,
+    /// `application/json`: well-formed GraphQL requests get 200 whatever their errors, as
+    /// the spec asks for legacy clients.
+    Json,
+}
+
+impl Media {
+    fn content_type(self) -> &'static str {
+        match self {
+            Media::GraphqlResponse => "application/graphql-response+json; charset=utf-8",
+            Media::Json => "application/json; charset=utf-8",
+        }
     }
 }
 
-impl IntoResponse for BadRequest {
-    fn into_response(self) -> Response {
-        use async_graphql::ParseRequestError as E;
-        let (status, message): (StatusCode, &str) = match &self.0 {
-            // The parser's own message names its internal types; say what is expected instead.
-            E::InvalidRequest(_) => (
-                StatusCode::BAD_REQUEST,
-                "the body is not a GraphQL request: send a JSON object with `query` (a string) \
-                 and optionally `variables` (an object) and `operationName` (a string)",
-            ),
-            E::UnsupportedBatch => (
-                StatusCode::BAD_REQUEST,
-                "batched requests are not supported: send one operation per request",
-            ),
-            E::PayloadTooLarge => (
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "the request body is too large",
-            ),
-            E::Io(_) => (
-                StatusCode::BAD_REQUEST,
-                "the request body could not be read",
-            ),
-            _ => (StatusCode::BAD_REQUEST, "file uploads are not supported"),
+/// Content negotiation per GraphQL over HTTP: the preferred of the two media types the
+/// client accepts (by `q`, ties to `graphql-response+json`); no `Accept`, or only wildcards,
+/// means `application/json`. `None` when the client accepts neither (406).
+fn negotiate(headers: &HeaderMap) -> Option<Media> {
+    let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
+        return Some(Media::Json);
+    };
+    let mut best: Option<(f32, Media)> = None;
+    for range in accept.split(',') {
+        let mut parts = range.split(';');
+        let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+        let q = parts
+            .filter_map(|p| p.trim().strip_prefix("q="))
+            .find_map(|q| q.trim().parse::<f32>().ok())
+            .unwrap_or(1.0);
+        if q <= 0.0 {
+            continue;
+        }
+        let candidate = match media.as_str() {
+            GRAPHQL_RESPONSE_JSON => Media::GraphqlResponse,
+            APPLICATION_JSON | "*/*" | "application/*" => Media::Json,
+            _ => continue,
         };
-        graphql_error_response(status, message, ErrorCode::BadRequest)
+        let better = match best {
+            None => true,
+            Some((bq, bm)) => q > bq || (q == bq && candidate == Media::GraphqlResponse && bm != candidate),
+        };
+        if better {
+            best = Some((q, candidate));
+        }
     }
+    best.map(|(_, media)| media)
+}
+
+/// Whether a response is a request error: nothing ran (parse, validation, variables, limits,
+/// scope), so it has no `data` and only errors without a path.
+fn is_request_error(response: &async_graphql::Response) -> bool {
+    !response.errors.is_empty()
+        && response.data == async_graphql::Value::Null
+        && response.errors.iter().all(|e| e.path.is_empty())
+}
+
+fn error_code(error: &async_graphql::ServerError) -> Option<String> {
+    let extensions = error.extensions.as_ref()?;
+    match extensions.get("code")? {
+        async_graphql::Value::String(code) => Some(code.clone()),
+        _ => None,
+    }
+}
+
+/// Writes a GraphQL response: the request id on every error, `data` left out of request
+/// errors, and the status the media type calls for.
+fn graphql_response(
+    mut response: async_graphql::Response,
+    media: Media,
+    id: &RequestId,
+) -> Response {
+    for error in &mut response.errors {
+        let mut extensions = error.extensions.take().unwrap_or_default();
+        extensions.set("requestId", &*id.0);
+        error.extensions = Some(extensions);
+    }
+    let request_error = is_request_error(&response);
+    let status = if request_error {
+        let code = response.errors.first().and_then(error_code);
+        match code.as_deref() {
+            Some("FORBIDDEN") => StatusCode::FORBIDDEN,
+            Some("UNAUTHENTICATED") => StatusCode::UNAUTHORIZED,
+            Some("TIMEOUT") => StatusCode::GATEWAY_TIMEOUT,
+            _ if media == Media::Json => StatusCode::OK,
+            _ => StatusCode::BAD_REQUEST,
+        }
+    } else {
+        StatusCode::OK
+    };
+    let body = WireBody {
+        data: (!request_error).then_some(&response.data),
+        errors: &response.errors,
+        extensions: &response.extensions,
+    };
+    let bytes = serde_json::to_vec(&body).unwrap_or_default();
+    let mut out = (status, bytes).into_response();
+    out.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(media.content_type()),
+    );
+    out
+}
+
+/// A response body, serialized field by field so objects keep their order (selection order
+/// for `data`; `data`, `errors`, `extensions` at the top).
+#[derive(serde::Serialize)]
+struct WireBody<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<&'a async_graphql::Value>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    errors: &'a [async_graphql::ServerError],
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    extensions: &'a std::collections::BTreeMap<String, async_graphql::Value>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// GraphQL.
+
+/// The parts of an HTTP request a GraphQL handler needs.
+struct Call {
+    id: RequestId,
+    media: Media,
+    access: Access,
+}
+
+/// Negotiates the response type and authenticates the caller, or refuses.
+fn admit(state: &Http, id: RequestId, headers: &HeaderMap) -> Result<Call, Response> {
+    let Some(media) = negotiate(headers) else {
+        return Err(refuse(
+            StatusCode::NOT_ACCEPTABLE,
+            ErrorCode::BadRequest,
+            "responses are application/graphql-response+json or application/json; accept one",
+            &id,
+        ));
+    };
+    let authorization = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    match state.auth.authenticate(authorization) {
+        Ok(access) => Ok(Call { id, media, access }),
+        Err(e) => {
+            tracing::info!(reason = %e, "unauthenticated request");
+            let mut response = refuse(
+                StatusCode::UNAUTHORIZED,
+                ErrorCode::Unauthenticated,
+                &e.to_string(),
+                &id,
+            );
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer"),
+            );
+            Err(response)
+        }
+    }
+}
+
+/// Runs one GraphQL request within the request timeout; a request that runs out of time is
+/// cancelled (its store calls are dropped) and answered `TIMEOUT`.
+async fn run(state: &Http, call: Call, request: async_graphql::Request) -> Response {
+    if request.query.len() > state.limits.max_query_bytes {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::LimitExceeded,
+            &format!(
+                "the query document is longer than {} bytes",
+                state.limits.max_query_bytes
+            ),
+            &call.id,
+        );
+    }
+    let request = request.data(call.access);
+    match tokio::time::timeout(
+        state.limits.request_timeout,
+        state.gateway.execute(request),
+    )
+    .await
+    {
+        Ok(response) => graphql_response(response, call.media, &call.id),
+        Err(_) => {
+            tracing::warn!("request timed out");
+            refuse(
+                StatusCode::GATEWAY_TIMEOUT,
+                ErrorCode::Timeout,
+                &format!(
+                    "the request took longer than {} ms and was cancelled",
+                    state.limits.request_timeout.as_millis()
+                ),
+                &call.id,
+            )
+        }
+    }
+}
+
+async fn graphql_post(State(state): State<AppState>, request: Request) -> Response {
+    let id = request_id_of(&request);
+    let (parts, body) = request.into_parts();
+    let call = match admit(&state, id, &parts.headers) {
+        Ok(call) => call,
+        Err(refusal) => return refusal,
+    };
+    let content_type = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.split(';').next().unwrap_or("").trim().to_ascii_lowercase());
+    // Only JSON bodies: form and text bodies are what a browser sends cross-site without a
+    // preflight, so accepting them would let any page make requests on a user's behalf.
+    if content_type.as_deref() != Some(APPLICATION_JSON) {
+        return refuse(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ErrorCode::BadRequest,
+            "send the request as Content-Type: application/json",
+            &call.id,
+        );
+    }
+    let bytes = match read_body(&state.limits, &parts.headers, body).await {
+        Ok(bytes) => bytes,
+        Err((status, message)) => {
+            return refuse(status, ErrorCode::BadRequest, message, &call.id);
+        }
+    };
+    let request = match serde_json::from_slice::<serde_json::Value>(&bytes) {
+        Ok(serde_json::Value::Array(_)) => {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                ErrorCode::BadRequest,
+                "batched requests are not supported: send one operation per request",
+                &call.id,
+            )
+        }
+        Ok(value) => match parse_request(value) {
+            Ok(request) => request,
+            Err(message) => {
+                return refuse(StatusCode::BAD_REQUEST, ErrorCode::BadRequest, &message, &call.id)
+            }
+        },
+        Err(_) => {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                ErrorCode::BadRequest,
+                NOT_A_REQUEST,
+                &call.id,
+            )
+        }
+    };
+    run(&state, call, request).await
+}
+
+/// Reads the body within the size limit and the body-read timeout.
+async fn read_body(
+    limits: &HttpLimits,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Bytes, (StatusCode, &'static str)> {
+    const TOO_LARGE: (StatusCode, &str) = (
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "the request body is too large",
+    );
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > limits.max_body_bytes) {
+        return Err(TOO_LARGE);
+    }
+    match tokio::time::timeout(
+        limits.body_read_timeout,
+        axum::body::to_bytes(body, limits.max_body_bytes),
+    )
+    .await
+    {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(e)) => {
+            let too_large = std::error::Error::source(&e)
+                .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+            Err(if too_large {
+                TOO_LARGE
+            } else {
+                (StatusCode::BAD_REQUEST, "the request body could not be read")
+            })
+        }
+        Err(_) => Err((
+            StatusCode::REQUEST_TIMEOUT,
+            "the request body took too long to arrive",
+        )),
+    }
+}
+
+const NOT_A_REQUEST: &str = "the body is not a GraphQL request: send a JSON object with `query` \
+     (a string) and optionally `variables` (an object) and `operationName` (a string)";
+
+/// A GraphQL-over-HTTP request object: `query` (string), optional `operationName`
+/// (string or null), `variables` and `extensions` (objects or null).
+fn parse_request(value: serde_json::Value) -> Result<async_graphql::Request, String> {
+    let serde_json::Value::Object(mut map) = value else {
+        return Err(NOT_A_REQUEST.into());
+    };
+    let query = match map.remove("query") {
+        Some(serde_json::Value::String(q)) => q,
+        Some(_) => return Err(format!("`query` must be a string: {NOT_A_REQUEST}")),
+        None => return Err(format!("the body has no `query`: {NOT_A_REQUEST}")),
+    };
+    let mut request = async_graphql::Request::new(query);
+    match map.remove("operationName") {
+        None | Some(serde_json::Value::Null) => {}
+        Some(serde_json::Value::String(name)) => request = request.operation_name(name),
+        Some(_) => return Err("`operationName` must be a string".into()),
+    }
+    match map.remove("variables") {
+        None | Some(serde_json::Value::Null) => {}
+        Some(v @ serde_json::Value::Object(_)) => {
+            request = request.variables(async_graphql::Variables::from_json(v));
+        }
+        Some(_) => return Err("`variables` must be an object".into()),
+    }
+    match map.remove("extensions") {
+        None | Some(serde_json::Value::Null) | Some(serde_json::Value::Object(_)) => {}
+        Some(_) => return Err("`extensions` must be an object".into()),
+    }
+    Ok(request)
 }
 
 /// GET with a `query` parameter runs a query (never a mutation); GET without one, from a
@@ -95,63 +622,202 @@ impl IntoResponse for BadRequest {
 async fn graphql_get(
     State(state): State<AppState>,
     RawQuery(raw): RawQuery,
-    headers: HeaderMap,
+    request: Request,
 ) -> Response {
-    let has_query = raw
-        .as_deref()
-        .is_some_and(|q| q.split('&').any(|p| p.starts_with("query=")));
-    if !has_query {
+    let id = request_id_of(&request);
+    let headers = request.headers();
+    let params: Vec<(String, String)> =
+        serde_urlencoded::from_str(raw.as_deref().unwrap_or("")).unwrap_or_default();
+    let param = |name: &str| {
+        params
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let Some(query) = param("query") else {
         let wants_html = headers
             .get(header::ACCEPT)
             .and_then(|v| v.to_str().ok())
-            .is_none_or(|v| v.contains("text/html") || v.contains("*/*"));
+            .is_some_and(|v| v.contains("text/html"));
         if wants_html {
             return Html(GraphiQLSource::build().endpoint("/graphql").finish()).into_response();
         }
-    }
-    match async_graphql::http::parse_query_string(raw.as_deref().unwrap_or("")) {
-        Ok(request) if is_mutation(&request) => graphql_error_response(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "mutations must be sent with POST",
-            ErrorCode::BadRequest,
-        ),
-        Ok(request) => GraphQLResponse::from(state.execute(request).await).into_response(),
-        Err(e) => graphql_error_response(
+        return refuse(
             StatusCode::BAD_REQUEST,
-            &format!("invalid GraphQL GET request: {e}"),
             ErrorCode::BadRequest,
-        ),
+            "a GET request needs a `query` parameter",
+            &id,
+        );
+    };
+    let call = match admit(&state, id, headers) {
+        Ok(call) => call,
+        Err(refusal) => return refusal,
+    };
+    let mut graphql = async_graphql::Request::new(query);
+    if let Some(name) = param("operationName").filter(|n| !n.is_empty()) {
+        graphql = graphql.operation_name(name);
     }
+    if let Some(variables) = param("variables").filter(|v| !v.is_empty()) {
+        match serde_json::from_str::<serde_json::Value>(variables) {
+            Ok(v @ serde_json::Value::Object(_)) => {
+                graphql = graphql.variables(async_graphql::Variables::from_json(v));
+            }
+            _ => {
+                return refuse(
+                    StatusCode::BAD_REQUEST,
+                    ErrorCode::BadRequest,
+                    "`variables` must be a JSON object",
+                    &call.id,
+                )
+            }
+        }
+    }
+    if is_mutation(&graphql) {
+        let mut response = refuse(
+            StatusCode::METHOD_NOT_ALLOWED,
+            ErrorCode::BadRequest,
+            "mutations must be sent with POST",
+            &call.id,
+        );
+        response
+            .headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("POST"));
+        return response;
+    }
+    run(&state, call, graphql).await
 }
 
-/// Whether a GET request asks for a mutation, which GET must never run (a link or a prefetch
-/// would change data). Unparsable queries are left to the executor to report.
+/// Whether a GET request asks for a mutation (the operation it names, or its only one),
+/// which GET must never run: a link or a prefetch would change data. Documents that do not
+/// parse are left to the executor to report.
 fn is_mutation(request: &async_graphql::Request) -> bool {
-    use async_graphql::parser::types::OperationType;
-    async_graphql::parser::parse_query(&request.query).is_ok_and(|doc| {
-        doc.operations
-            .iter()
-            .any(|(_, op)| op.node.ty == OperationType::Mutation)
-    })
-}
-
-fn graphql_error_response(status: StatusCode, message: &str, code: ErrorCode) -> Response {
-    let body = serde_json::json!({
-        "errors": [{ "message": message, "extensions": { "code": code.as_str() } }]
-    });
-    (status, axum::Json(body)).into_response()
+    use async_graphql::parser::types::{DocumentOperations, OperationType};
+    let Ok(doc) = async_graphql::parser::parse_query(&request.query) else {
+        return false;
+    };
+    let ty = match (&doc.operations, request.operation_name.as_deref()) {
+        (DocumentOperations::Single(op), _) => Some(op.node.ty),
+        (DocumentOperations::Multiple(ops), Some(name)) => ops.get(name).map(|op| op.node.ty),
+        (DocumentOperations::Multiple(ops), None) => {
+            ops.values().next().filter(|_| ops.len() == 1).map(|op| op.node.ty)
+        }
+    };
+    ty == Some(OperationType::Mutation)
 }
 
 async fn playground() -> Html<String> {
     Html(playground_source(GraphQLPlaygroundConfig::new("/graphql")))
 }
 
-async fn healthz(State(state): State<AppState>) -> Response {
-    match state.store().ping().await {
-        Ok(()) => (StatusCode::OK, "ok\n").into_response(),
-        Err(e) => {
-            tracing::warn!(error = %e, "health check failed");
-            (StatusCode::SERVICE_UNAVAILABLE, "store unavailable\n").into_response()
+/// Liveness: 200 while the process serves HTTP at all (restarting it would not help a store
+/// outage).
+async fn healthz() -> Response {
+    (
+        StatusCode::OK,
+        axum::Json(serde_json::json!({ "status": "ok" })),
+    )
+        .into_response()
+}
+
+/// How long a readiness probe waits for the store.
+const READY_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Readiness: 200 when the store answers, else 503, so a load balancer sends traffic
+/// elsewhere during an outage and back once the store recovers (no restart needed).
+async fn readyz(State(state): State<AppState>) -> Response {
+    let ping = tokio::time::timeout(READY_TIMEOUT, state.gateway.store().ping()).await;
+    match ping {
+        Ok(Ok(())) => (
+            StatusCode::OK,
+            axum::Json(serde_json::json!({ "status": "ready" })),
+        )
+            .into_response(),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "readiness check failed");
+            not_ready()
+        }
+        Err(_) => {
+            tracing::warn!("readiness check timed out");
+            not_ready()
         }
     }
+}
+
+fn not_ready() -> Response {
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        axum::Json(serde_json::json!({ "status": "store unavailable" })),
+    )
+        .into_response()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The server loop.
+
+/// Serves `router` on `listener` until `shutdown` completes: every connection gets a header
+/// read timeout (a client that connects and sends nothing, or trickles headers, is dropped);
+/// on shutdown the listener closes, connections finish their requests in flight, and after
+/// `shutdown_grace` whatever is still running is cancelled.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    limits: &HttpLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+    use hyper_util::server::conn::auto::Builder;
+    use hyper_util::service::TowerToHyperService;
+    use tower::ServiceExt;
+
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .max_headers(limits.max_headers * 2);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(Some(Duration::from_secs(20)))
+        .max_header_list_size((limits.max_header_bytes * 2) as u32);
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let stream = match accepted {
+                    Ok((stream, _)) => stream,
+                    Err(e) => {
+                        // Out of file descriptors, say: back off briefly instead of spinning.
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                let service = TowerToHyperService::new(
+                    router.clone().map_request(|r: axum::http::Request<hyper::body::Incoming>| r.map(Body::new)),
+                );
+                let connection = builder
+                    .serve_connection_with_upgrades(TokioIo::new(stream), service)
+                    .into_owned();
+                let connection = graceful.watch(connection);
+                tokio::spawn(async move {
+                    if let Err(e) = connection.await {
+                        tracing::debug!(error = %e, "connection ended with an error");
+                    }
+                });
+            }
+            () = &mut shutdown => break,
+        }
+    }
+    drop(listener);
+    tracing::info!(grace_ms = limits.shutdown_grace.as_millis() as u64, "draining connections");
+    if tokio::time::timeout(limits.shutdown_grace, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!("grace period over: cancelling requests still in flight");
+    }
+    Ok(())
 }

@@ -57,9 +57,15 @@ pub fn state_row(issue: &IssueId, project: &ProjectId) -> Key {
     Key::new(issue.as_str(), state_partition(project))
 }
 
-/// The record of a mutation by its client's `clientMutationId` (see `repo::writes`).
-pub fn mutation_record(client_mutation_id: &str) -> Key {
-    let pk = format!("mutation#{client_mutation_id}");
+/// The record of a mutation by its caller and `clientMutationId` (see `repo::writes`): the
+/// caller (`<tenant>#<subject>`, empty without authentication) is part of the key, so one
+/// caller's id can never replay, or block, another's.
+pub fn mutation_record(caller: &str, client_mutation_id: &str) -> Key {
+    let pk = if caller.is_empty() {
+        format!("mutation#{client_mutation_id}")
+    } else {
+        format!("mutation#{caller}#{client_mutation_id}")
+    };
     Key::new(pk.clone(), pk)
 }
 

@@ -2,6 +2,7 @@
 //! table. See ARCHITECTURE.md for the map.
 
 pub mod app;
+pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod graphql;

@@ -64,44 +64,134 @@ struct CursorBody {
     position: Position,
 }
 
-const CURSOR_VERSION: u8 = 1;
+/// Version 2: signed cursors (version 1 cursors were unsigned and are refused).
+const CURSOR_VERSION: u8 = 2;
 /// No list has more segments than this; a cursor naming a later one is forged.
 const MAX_SEGMENTS: usize = 8;
 /// DynamoDB's limit on a partition key value.
 const MAX_PK_BYTES: usize = 2048;
 
-/// Identifies one sorted list (connection, owner, ordering), so a cursor of one list is never
-/// read as a position in another.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Scope(pub String);
+/// The server's keys for authenticating cursors: cursors are signed with `current`, and
+/// accepted when signed with `current` or `previous`, so keys rotate without breaking the
+/// cursors clients hold (set the old key as previous, a new one as current, on every
+/// instance; drop the previous key once cursors signed with it have aged out).
+#[derive(Clone)]
+pub struct CursorKeys {
+    current: Vec<u8>,
+    previous: Option<Vec<u8>>,
+}
+
+impl std::fmt::Debug for CursorKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CursorKeys(..)")
+    }
+}
+
+impl CursorKeys {
+    pub fn new(current: impl Into<Vec<u8>>, previous: Option<Vec<u8>>) -> Self {
+        CursorKeys {
+            current: current.into(),
+            previous,
+        }
+    }
+
+    /// A random key for this process alone: cursors then only work on the instance that
+    /// issued them, which is right for one local server and wrong behind a load balancer
+    /// (configure `--cursor-key` there).
+    pub fn random() -> Self {
+        let key: [u8; 32] = rand::random();
+        CursorKeys::new(key.to_vec(), None)
+    }
+
+    fn mac(key: &[u8], body: &[u8]) -> Vec<u8> {
+        use hmac::{KeyInit, Mac};
+        // HMAC takes keys of any length, so this cannot fail.
+        match hmac::Hmac::<sha2::Sha256>::new_from_slice(key) {
+            Ok(mut mac) => {
+                mac.update(body);
+                mac.finalize().into_bytes().to_vec()
+            }
+            Err(_) => Vec::new(),
+        }
+    }
+
+    fn sign(&self, body: &[u8]) -> Vec<u8> {
+        Self::mac(&self.current, body)
+    }
+
+    fn verify(&self, body: &[u8], tag: &[u8]) -> bool {
+        use hmac::{KeyInit, Mac};
+        let check = |key: &[u8]| {
+            hmac::Hmac::<sha2::Sha256>::new_from_slice(key).is_ok_and(|mut mac| {
+                mac.update(body);
+                // Constant-time comparison: a timing side channel must not help forge tags.
+                mac.verify_slice(tag).is_ok()
+            })
+        };
+        check(&self.current) || self.previous.as_deref().is_some_and(check)
+    }
+}
+
+/// The longest cursor accepted: real ones are a few hundred bytes (keys are at most ~3 KB in
+/// theory); anything longer is refused before decoding.
+const MAX_CURSOR_BYTES: usize = 8 * 1024;
+
+/// Identifies one sorted list (connection, owner and its tenant, ordering), so a cursor of
+/// one list is never read as a position in another, and signs its cursors so a client can
+/// neither forge nor edit one.
+#[derive(Clone, Debug)]
+pub struct Scope {
+    name: String,
+    keys: Arc<CursorKeys>,
+}
 
 impl Scope {
-    /// Encodes a position of this list as an opaque cursor.
+    pub fn new(name: String, keys: Arc<CursorKeys>) -> Self {
+        Scope { name, keys }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Encodes a position of this list as an opaque cursor: the body's base64url, a dot, and
+    /// the base64url of its HMAC-SHA256.
     pub fn cursor(&self, position: &Position) -> String {
         let body = CursorBody {
             version: CURSOR_VERSION,
-            scope: self.0.clone(),
+            scope: self.name.clone(),
             position: position.clone(),
         };
         // Serializing a struct of strings and integers to JSON cannot fail.
         let json = serde_json::to_vec(&body).unwrap_or_default();
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json)
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let mut cursor = b64.encode(&json);
+        cursor.push('.');
+        cursor.push_str(&b64.encode(self.keys.sign(&json)));
+        cursor
     }
 
-    /// Decodes a cursor, checking that it belongs to this list.
+    /// Decodes a cursor, checking its signature and that it belongs to this list.
     pub fn position(&self, arg: &'static str, cursor: &str) -> Result<Position, PagingError> {
         let malformed = PagingError::MalformedCursor { arg };
-        let json = base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .decode(cursor)
-            .map_err(|_| malformed.clone())?;
+        if cursor.len() > MAX_CURSOR_BYTES {
+            return Err(malformed);
+        }
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let (body, tag) = cursor.split_once('.').ok_or_else(|| malformed.clone())?;
+        let json = b64.decode(body).map_err(|_| malformed.clone())?;
+        let tag = b64.decode(tag).map_err(|_| malformed.clone())?;
+        if !self.keys.verify(&json, &tag) {
+            return Err(malformed);
+        }
         let body: CursorBody = serde_json::from_slice(&json).map_err(|_| malformed.clone())?;
         if body.version != CURSOR_VERSION {
             return Err(malformed);
         }
-        if body.scope != self.0 {
+        if body.scope != self.name {
             return Err(PagingError::ForeignCursor { arg });
         }
-        // A hand-made cursor must not reach the store as a key DynamoDB would reject.
+        // Even a signed cursor is checked: a key DynamoDB would reject must never reach it.
         let p = &body.position;
         let plausible = p.segment < MAX_SEGMENTS
             && !p.pk.is_empty()
@@ -444,8 +534,48 @@ pub async fn fetch(
 mod tests {
     use super::*;
 
+    fn keys() -> Arc<CursorKeys> {
+        Arc::new(CursorKeys::new(b"current key".to_vec(), None))
+    }
+
     fn scope() -> Scope {
-        Scope("issues|project-1|NUM|ASC".into())
+        Scope::new("issues|project-1|NUM|ASC".into(), keys())
+    }
+
+    #[test]
+    fn cursors_are_signed_and_keys_rotate() {
+        let p = Position {
+            segment: 0,
+            pk: "issue-1".into(),
+            gsi1sk: "0000000001".into(),
+        };
+        let c = scope().cursor(&p);
+        // Any change to the body or the tag is refused.
+        let (body, tag) = c.split_once('.').unwrap();
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let mut json = b64.decode(body).unwrap();
+        let at = json.iter().position(|b| *b == b'1').unwrap();
+        json[at] = b'2';
+        let edited = format!("{}.{tag}", b64.encode(&json));
+        assert_eq!(
+            scope().position("after", &edited),
+            Err(PagingError::MalformedCursor { arg: "after" })
+        );
+        assert!(scope().position("after", body).is_err());
+        // Another server key does not accept it; a rotated one (as previous) still does.
+        let other = Scope::new(
+            scope().name().into(),
+            Arc::new(CursorKeys::new(b"new".to_vec(), None)),
+        );
+        assert!(other.position("after", &c).is_err());
+        let rotated = Scope::new(
+            scope().name().into(),
+            Arc::new(CursorKeys::new(
+                b"new".to_vec(),
+                Some(b"current key".to_vec()),
+            )),
+        );
+        assert_eq!(rotated.position("after", &c).unwrap(), p);
     }
 
     #[test]
@@ -457,7 +587,7 @@ mod tests {
         };
         let c = scope().cursor(&p);
         assert_eq!(scope().position("after", &c).unwrap(), p);
-        let other = Scope("issues|project-1|NUM|DESC".into());
+        let other = Scope::new("issues|project-1|NUM|DESC".into(), keys());
         assert_eq!(
             other.position("after", &c),
             Err(PagingError::ForeignCursor { arg: "after" })

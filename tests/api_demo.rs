@@ -676,7 +676,7 @@ async fn malformed_requests_are_coded(backend: Backend) {
     };
     for (body, fragment) in [
         ("{bad json", "not a GraphQL request"),
-        (r#"{"query": 5}"#, "`query` (a string)"),
+        (r#"{"query": 5}"#, "`query` must be a string"),
         (
             r#"[{"query": "{ __typename }"}, {"query": "{ __typename }"}]"#,
             "batched requests are not supported",
@@ -713,7 +713,7 @@ async fn malformed_requests_are_coded(backend: Backend) {
     // A body over the limit is refused before it is read.
     let big = format!(
         r#"{{"query": "{{ __typename }}", "pad": "{}"}}"#,
-        "x".repeat(300 * 1024)
+        "x".repeat(600 * 1024)
     );
     let response = app
         .client
@@ -724,16 +724,23 @@ async fn malformed_requests_are_coded(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(response.status(), 413);
+    let json: Value = response.json().await.expect("a JSON refusal");
+    assert_eq!(json["errors"][0]["extensions"]["code"], "BAD_REQUEST");
+    assert!(json["errors"][0]["extensions"]["requestId"].is_string());
 
-    // A cursor naming a second segment on a list that has one (made by hand: the scope and
-    // version are right, the segment is not).
+    // A cursor naming a second segment on a list that has one (edited by hand: the scope and
+    // version are right, the segment is not, and the signature no longer matches).
     let conn = page(&app, json!({"project": BRIDGE, "first": 1})).await;
     let real = conn["pageInfo"]["endCursor"].as_str().unwrap().to_string();
     use base64::Engine;
     let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    let mut body: Value = serde_json::from_slice(&engine.decode(&real).unwrap()).unwrap();
+    let (encoded, tag) = real.split_once('.').expect("a signed cursor");
+    let mut body: Value = serde_json::from_slice(&engine.decode(encoded).unwrap()).unwrap();
     body["s"] = json!(1);
-    let forged = engine.encode(serde_json::to_vec(&body).unwrap());
+    let forged = format!(
+        "{}.{tag}",
+        engine.encode(serde_json::to_vec(&body).unwrap())
+    );
     for arg in ["after", "before"] {
         let (code, message) = app
             .error(PAGE, json!({"project": BRIDGE, arg: forged}))

@@ -1,6 +1,7 @@
 //! Failure handling over HTTP, against both stores: store outages surface as
 //! `STORE_UNAVAILABLE` without internal text, partial batch answers are retried, corrupt items
-//! become `INTERNAL_SERVER_ERROR`, and an unreachable DynamoDB fails health checks.
+//! become `INTERNAL_SERVER_ERROR`, and an unreachable DynamoDB fails readiness checks
+//! (`/readyz`) while liveness (`/healthz`) holds.
 
 mod support;
 
@@ -124,12 +125,17 @@ async fn outages_are_store_unavailable(backend: Backend) {
     );
     assert!(!text.contains("SECRET"), "internal text leaked: {text}");
     assert_eq!(body["data"]["project"], serde_json::Value::Null);
+    // Alive, but not ready: a load balancer stops sending traffic, nothing restarts it.
     let health = app.client.get(app.url("/healthz")).send().await.unwrap();
-    assert_eq!(health.status(), 503);
+    assert_eq!(health.status(), 200);
+    let ready = app.client.get(app.url("/readyz")).send().await.unwrap();
+    assert_eq!(ready.status(), 503);
 
     faulty.fail.store(false, Ordering::SeqCst);
     let data = app.data(GRID, json!({})).await;
     assert_eq!(data["project"]["name"], "Forth Rail Bridge");
+    let ready = app.client.get(app.url("/readyz")).send().await.unwrap();
+    assert_eq!(ready.status(), 200);
 }
 
 async fn unprocessed_keys_are_retried(backend: Backend) {
@@ -201,5 +207,7 @@ async fn unreachable_dynamodb_is_store_unavailable() {
     assert_eq!(code, "STORE_UNAVAILABLE");
     assert!(!message.contains("127.0.0.1"), "{message}");
     let health = app.client.get(app.url("/healthz")).send().await.unwrap();
-    assert_eq!(health.status(), 503);
+    assert_eq!(health.status(), 200);
+    let ready = app.client.get(app.url("/readyz")).send().await.unwrap();
+    assert_eq!(ready.status(), 503);
 }

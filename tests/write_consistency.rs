@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use gridgate::graphql::Gateway;
+use gridgate::graphql::{Gateway, GatewayOptions};
 use gridgate::ids::{FieldId, IssueId, ProjectId, TenantId};
 use gridgate::items;
 use gridgate::model::{CustomField, FieldType, Issue, IssueState, Project, Tenant};
@@ -578,12 +578,7 @@ async fn run_sequence(backend: Backend, ops: Vec<Op>) {
         }
     }
     assert_clean(&store).await;
-    let gateway = Gateway::new(
-        store.clone(),
-        Limits::default(),
-        RetryPolicy::default(),
-        None,
-    );
+    let gateway = Gateway::new(store.clone(), GatewayOptions::default(), None);
     let orders: Vec<(Value, Vec<i64>)> = vec![
         (
             json!({"field": "NUM"}),

@@ -10,18 +10,21 @@
 use std::sync::{Arc, Mutex};
 
 use async_graphql::extensions::{
-    Extension, ExtensionContext, ExtensionFactory, NextPrepareRequest, NextRequest,
+    Extension, ExtensionContext, ExtensionFactory, NextParseQuery, NextPrepareRequest, NextRequest,
 };
-use async_graphql::{Request, Response, ServerError, ServerResult, Value};
+use async_graphql::parser::types::{ExecutableDocument, OperationDefinition, OperationType};
+use async_graphql::{Request, Response, ServerError, ServerResult, Value, Variables};
 
+use super::analysis::{self, QueryLimits, Refusal, TypeMap};
 use super::error::ErrorCode;
 use super::{schema_builder, GridSchema, ResponseOrder};
+use crate::auth::{Access, Permission};
 use crate::loaders::{Loaders, RequestLoader};
-use crate::paging::Limits;
+use crate::paging::{CursorKeys, Limits};
 use crate::repo::sweep::SweepHandle;
 use crate::repo::writes::{RetryPolicy, WriteStats, Writes};
 use crate::repo::Repo;
-use crate::store::{CostMeter, DynStore, Metered};
+use crate::store::{CallBudget, CostMeter, DynStore};
 
 /// The serving schema and the process-wide resources requests are served from.
 pub struct Gateway {
@@ -29,36 +32,81 @@ pub struct Gateway {
     shared: Arc<Shared>,
 }
 
+/// How requests are served and bounded.
+#[derive(Clone, Debug)]
+pub struct GatewayOptions {
+    pub limits: Limits,
+    pub retry: RetryPolicy,
+    /// Signs and checks cursors; share one key between instances behind a load balancer.
+    pub cursor_keys: Arc<CursorKeys>,
+    /// Refusals before execution: cost, depth, aliases, root fields, directives, tokens.
+    pub query_limits: QueryLimits,
+    /// The most DynamoDB calls one request may make.
+    pub max_calls: u64,
+    /// The most read capacity one request may consume.
+    pub max_read_units: f64,
+    /// Whether `__schema` / `__type` are answered.
+    pub introspection: bool,
+}
+
+/// Default of [`GatewayOptions::max_calls`]: a grid page takes 2 or 3 calls and the
+/// heaviest legitimate request (`nodes` of 100 custom fields of 100 projects) about 101;
+/// a request past 200 is an attack or a bug.
+pub const DEFAULT_MAX_CALLS: u64 = 200;
+/// Default of [`GatewayOptions::max_read_units`]: a 100-row page reads ~50–100 RCU; 2,000
+/// leaves room for the custom-field sort's filtered reads (1,000 items) and wide rows.
+pub const DEFAULT_MAX_READ_UNITS: f64 = 2000.0;
+
+impl Default for GatewayOptions {
+    fn default() -> Self {
+        GatewayOptions {
+            limits: Limits::default(),
+            retry: RetryPolicy::default(),
+            cursor_keys: Arc::new(CursorKeys::random()),
+            query_limits: QueryLimits::default(),
+            max_calls: DEFAULT_MAX_CALLS,
+            max_read_units: DEFAULT_MAX_READ_UNITS,
+            introspection: true,
+        }
+    }
+}
+
 /// What every request's context is built from.
 struct Shared {
     store: DynStore,
-    limits: Limits,
-    retry: RetryPolicy,
+    options: GatewayOptions,
     sweeps: Option<SweepHandle>,
     write_stats: Arc<WriteStats>,
     /// The schema's types, for shaping responses.
     order: ResponseOrder,
+    /// The schema's types, for pricing queries before they run.
+    types: TypeMap,
 }
 
 impl Gateway {
-    pub fn new(
-        store: DynStore,
-        limits: Limits,
-        retry: RetryPolicy,
-        sweeps: Option<SweepHandle>,
-    ) -> Self {
+    pub fn new(store: DynStore, options: GatewayOptions, sweeps: Option<SweepHandle>) -> Self {
+        let sdl = super::sdl();
+        let introspection = options.introspection;
         let shared = Arc::new(Shared {
             store,
-            limits,
-            retry,
+            options,
             sweeps,
             write_stats: Arc::default(),
-            order: ResponseOrder::from_sdl(&super::sdl()),
+            order: ResponseOrder::from_sdl(&sdl),
+            types: TypeMap::from_sdl(&sdl),
         });
-        let schema = schema_builder()
-            .extension(RequestContextFactory(shared.clone()))
-            .finish();
-        Gateway { schema, shared }
+        // Suggestions ("did you mean ...") would let a client enumerate the schema even with
+        // introspection off, and cost time on every misspelt field.
+        let mut builder = schema_builder()
+            .disable_suggestions()
+            .extension(RequestContextFactory(shared.clone()));
+        if !introspection {
+            builder = builder.disable_introspection();
+        }
+        Gateway {
+            schema: builder.finish(),
+            shared,
+        }
     }
 
     /// Write contention counters of every request this gateway ran.
@@ -87,20 +135,130 @@ struct RequestContextFactory(Arc<Shared>);
 
 impl ExtensionFactory for RequestContextFactory {
     fn create(&self) -> Arc<dyn Extension> {
+        let options = &self.0.options;
         Arc::new(RequestContext {
             shared: self.0.clone(),
             meter: CostMeter::new(),
+            budget: CallBudget::new(options.max_calls, options.max_read_units),
             query: Mutex::new(None),
+            access: Mutex::new(Access::Unrestricted),
         })
     }
 }
 
-/// One request's context: its cost meter, and the query text for shaping its response.
+/// One request's context: its cost meter and call budget, who it runs as, and the query
+/// text for shaping its response.
 struct RequestContext {
     shared: Arc<Shared>,
     meter: Arc<CostMeter>,
+    budget: Arc<CallBudget>,
     /// The query and operation name, kept from `prepare_request` for `request`.
     query: Mutex<Option<(String, Option<String>)>>,
+    /// The caller, from the request's data (the transport authenticates it).
+    access: Mutex<Access>,
+}
+
+/// A request-level refusal (no `data`), with its code.
+fn refusal(code: ErrorCode, message: impl Into<String>) -> ServerError {
+    let mut error = ServerError::new(message, None);
+    let mut extensions = async_graphql::ErrorExtensionValues::default();
+    extensions.set("code", code.as_str());
+    error.extensions = Some(extensions);
+    error
+}
+
+impl RequestContext {
+    /// Prices and bounds the parsed document before it is validated or run, and checks the
+    /// caller may run its kind of operation.
+    fn admit(&self, doc: &ExecutableDocument, variables: &Variables) -> ServerResult<()> {
+        let operation_name = self
+            .query
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .and_then(|(_, name)| name.clone());
+        analysis::analyze(
+            doc,
+            operation_name.as_deref(),
+            variables,
+            &self.shared.types,
+            &self.shared.options.query_limits,
+        )
+        .map_err(|r| {
+            let code = match r {
+                Refusal::TooManyTokens { .. }
+                | Refusal::TooCostly { .. }
+                | Refusal::TooDeep { .. }
+                | Refusal::TooManyAliases { .. }
+                | Refusal::TooManyRootFields { .. }
+                | Refusal::TooManyDirectives { .. } => ErrorCode::LimitExceeded,
+                _ => ErrorCode::GraphqlValidationFailed,
+            };
+            refusal(code, r.to_string())
+        })?;
+        let operation = selected_operation(doc, operation_name.as_deref());
+        if let Some(operation) = operation {
+            check_variables(operation, variables)?;
+        }
+        let needed = match operation.map(|op| op.ty) {
+            Some(OperationType::Mutation) => Permission::Write,
+            _ => Permission::Read,
+        };
+        let access = self
+            .access
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if !access.may(needed) {
+            return Err(refusal(
+                ErrorCode::Forbidden,
+                format!("this operation needs the `{}` scope", needed.scope()),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The operation a request runs (`None` when the name matches none; validation reports that).
+fn selected_operation<'d>(
+    doc: &'d ExecutableDocument,
+    name: Option<&str>,
+) -> Option<&'d OperationDefinition> {
+    use async_graphql::parser::types::DocumentOperations;
+    match (&doc.operations, name) {
+        (DocumentOperations::Single(op), _) => Some(&op.node),
+        (DocumentOperations::Multiple(ops), Some(name)) => ops.get(name).map(|op| &op.node),
+        (DocumentOperations::Multiple(ops), None) => ops
+            .values()
+            .next()
+            .filter(|_| ops.len() == 1)
+            .map(|op| &op.node),
+    }
+}
+
+/// A required variable (non-null, no default) that the request leaves out or sets to null is
+/// the client's mistake, reported before execution as `BAD_USER_INPUT` (async-graphql would
+/// only notice while resolving, as an error without a code). Values of the wrong type are
+/// reported by validation (`GRAPHQL_VALIDATION_FAILED`).
+fn check_variables(operation: &OperationDefinition, variables: &Variables) -> ServerResult<()> {
+    for definition in &operation.variable_definitions {
+        let definition = &definition.node;
+        let ty = &definition.var_type.node;
+        let required = !ty.nullable && definition.default_value.is_none();
+        let given = variables
+            .get(definition.name.node.as_str())
+            .is_some_and(|v| *v != Value::Null);
+        if required && !given {
+            return Err(refusal(
+                ErrorCode::BadUserInput,
+                format!(
+                    "variable `${}` of type `{}` is required but was not provided",
+                    definition.name.node, ty
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[async_trait::async_trait]
@@ -114,10 +272,27 @@ impl Extension for RequestContext {
         next: NextPrepareRequest<'_>,
     ) -> ServerResult<Request> {
         let shared = &self.shared;
-        let store: DynStore = Arc::new(Metered::new(shared.store.clone(), self.meter.clone()));
-        let repo = Repo::new(store, shared.limits);
+        let options = &shared.options;
+        // Hostile documents are refused by size before anything parses them.
+        analysis::count_tokens(&request.query, options.query_limits.max_tokens)
+            .map_err(|r| refusal(ErrorCode::LimitExceeded, r.to_string()))?;
+        let access = request
+            .data
+            .get(&std::any::TypeId::of::<Access>())
+            .and_then(|d| d.downcast_ref::<Access>())
+            .cloned()
+            .unwrap_or(Access::Unrestricted);
+        *self.access.lock().unwrap_or_else(|e| e.into_inner()) = access.clone();
+        let repo = Repo::for_request(
+            shared.store.clone(),
+            self.meter.clone(),
+            self.budget.clone(),
+            options.limits,
+            access,
+            options.cursor_keys.clone(),
+        );
         let writes = Writes::new(repo.clone(), shared.sweeps.clone())
-            .with_retry(shared.retry)
+            .with_retry(options.retry)
             .with_stats(shared.write_stats.clone());
         let loader: RequestLoader = Loaders::for_request(repo.clone());
         *self.query.lock().unwrap_or_else(|e| e.into_inner()) =
@@ -126,10 +301,42 @@ impl Extension for RequestContext {
             .await
     }
 
+    /// Parses the document, tagging syntax errors `GRAPHQL_PARSE_FAILED`, then prices and
+    /// bounds it (see [`RequestContext::admit`]) before async-graphql validates or runs it.
+    async fn parse_query(
+        &self,
+        ctx: &ExtensionContext<'_>,
+        query: &str,
+        variables: &Variables,
+        next: NextParseQuery<'_>,
+    ) -> ServerResult<ExecutableDocument> {
+        let doc = next.run(ctx, query, variables).await.map_err(|mut e| {
+            let mut extensions = e.extensions.take().unwrap_or_default();
+            extensions.set("code", ErrorCode::GraphqlParseFailed.as_str());
+            e.extensions = Some(extensions);
+            e
+        })?;
+        self.admit(&doc, variables)?;
+        Ok(doc)
+    }
+
     /// Shapes the response (selection order, failed fields nulled), makes sure every error
     /// has a code, and reports the request's cost.
     async fn request(&self, ctx: &ExtensionContext<'_>, next: NextRequest<'_>) -> Response {
         let mut response = next.run(ctx).await;
+        if self.budget.exceeded() {
+            // The request stops as a whole: a partial answer would bill the caller for work
+            // it did not get and invite retrying the same expensive request.
+            response.data = Value::Null;
+            response.errors = vec![refusal(
+                ErrorCode::LimitExceeded,
+                format!(
+                    "the request needs more than {} DynamoDB calls or {} read capacity units; \
+                     ask for fewer or smaller pages",
+                    self.shared.options.max_calls, self.shared.options.max_read_units
+                ),
+            )];
+        }
         let query = self.query.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some((query, operation_name)) = query {
             self.shared.order.shape(

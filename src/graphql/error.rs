@@ -27,6 +27,20 @@ pub enum ErrorCode {
     BadRequest,
     /// A bug or corrupt data.
     InternalServerError,
+    /// The store throttled the request and retries gave up; retrying later may succeed.
+    Throttled,
+    /// The request carries no valid credentials (HTTP 401).
+    Unauthenticated,
+    /// The credentials are valid but lack the scope the operation needs.
+    Forbidden,
+    /// The query text is not a GraphQL document.
+    GraphqlParseFailed,
+    /// The request is over a limit (cost, depth, aliases, size, DynamoDB budget, ...).
+    LimitExceeded,
+    /// The request took longer than the per-request timeout.
+    Timeout,
+    /// The server is at its limit of requests in flight (HTTP 503); retry later.
+    Overloaded,
 }
 
 impl ErrorCode {
@@ -39,6 +53,13 @@ impl ErrorCode {
             ErrorCode::GraphqlValidationFailed => "GRAPHQL_VALIDATION_FAILED",
             ErrorCode::BadRequest => "BAD_REQUEST",
             ErrorCode::InternalServerError => "INTERNAL_SERVER_ERROR",
+            ErrorCode::Throttled => "THROTTLED",
+            ErrorCode::Unauthenticated => "UNAUTHENTICATED",
+            ErrorCode::Forbidden => "FORBIDDEN",
+            ErrorCode::GraphqlParseFailed => "GRAPHQL_PARSE_FAILED",
+            ErrorCode::LimitExceeded => "LIMIT_EXCEEDED",
+            ErrorCode::Timeout => "TIMEOUT",
+            ErrorCode::Overloaded => "OVERLOADED",
         }
     }
 }
@@ -60,6 +81,12 @@ pub enum ApiError {
     Conflict { message: String, retryable: bool },
     /// The store could not answer; retrying later may succeed.
     StoreUnavailable,
+    /// The store throttled the request and its retries gave up; retrying later may succeed.
+    Throttled,
+    /// The caller lacks the scope the operation needs.
+    Forbidden(String),
+    /// The request spent its budget (of store calls, say).
+    LimitExceeded(String),
     /// A bug or corrupt data; details are in the server log.
     Internal,
 }
@@ -68,7 +95,11 @@ impl ApiError {
     /// The message clients see.
     pub fn message(&self) -> &str {
         match self {
-            ApiError::BadUserInput(m) | ApiError::NotFound(m) => m,
+            ApiError::BadUserInput(m)
+            | ApiError::NotFound(m)
+            | ApiError::Forbidden(m)
+            | ApiError::LimitExceeded(m) => m,
+            ApiError::Throttled => "the data store is busy, please retry later",
             ApiError::Conflict { message, .. } => message,
             ApiError::StoreUnavailable => "the data store is unavailable, please retry later",
             ApiError::Internal => "internal error",
@@ -82,6 +113,9 @@ impl ApiError {
             ApiError::NotFound(_) => ErrorCode::NotFound,
             ApiError::Conflict { .. } => ErrorCode::Conflict,
             ApiError::StoreUnavailable => ErrorCode::StoreUnavailable,
+            ApiError::Throttled => ErrorCode::Throttled,
+            ApiError::Forbidden(_) => ErrorCode::Forbidden,
+            ApiError::LimitExceeded(_) => ErrorCode::LimitExceeded,
             ApiError::Internal => ErrorCode::InternalServerError,
         }
     }
@@ -91,8 +125,10 @@ impl ErrorExtensions for ApiError {
     fn extend(&self) -> async_graphql::Error {
         async_graphql::Error::new(self.message()).extend_with(|_, e| {
             e.set("code", self.code().as_str());
-            if let ApiError::Conflict { retryable, .. } = self {
-                e.set("retryable", *retryable);
+            match self {
+                ApiError::Conflict { retryable, .. } => e.set("retryable", *retryable),
+                ApiError::Throttled | ApiError::StoreUnavailable => e.set("retryable", true),
+                _ => {}
             }
         })
     }
@@ -123,6 +159,15 @@ impl From<&RepoError> for ApiError {
     fn from(e: &RepoError) -> Self {
         if let RepoError::Paging(e) = e {
             return ApiError::BadUserInput(e.to_string());
+        }
+        if e.is_budget_exceeded() {
+            return ApiError::LimitExceeded(
+                "the request spent its budget of DynamoDB calls".into(),
+            );
+        }
+        if e.is_throttled() {
+            tracing::warn!(error = %e, "store throttled");
+            return ApiError::Throttled;
         }
         if e.is_unavailable() {
             tracing::warn!(error = %e, "store call failed");

@@ -3,6 +3,7 @@
 //! This layer never builds table keys or touches a store directly: it validates arguments,
 //! calls the request's loaders and repo, and maps failures to [`ApiError`] codes.
 
+pub mod analysis;
 mod context;
 pub mod error;
 mod mutation;
@@ -11,12 +12,12 @@ pub mod types;
 
 use async_graphql::{Context, EmptySubscription, Object, Schema, ID};
 
-pub use context::Gateway;
+pub use context::{Gateway, GatewayOptions, DEFAULT_MAX_CALLS, DEFAULT_MAX_READ_UNITS};
 pub use error::ApiError;
 use error::ApiResult;
 pub use mutation::MutationRoot;
 pub use order::ResponseOrder;
-use types::{loader, project_data, CustomField, Issue, Node, Project, Tenant};
+use types::{loader, project_data, visible_project, CustomField, Issue, Node, Project, Tenant};
 
 use crate::ids::{FieldId, IssueId, NodeId, ProjectId};
 
@@ -109,13 +110,22 @@ async fn load_node(ctx: &Context<'_>, id: NodeId) -> Result<Option<Node>, ApiErr
 
 /// An issue by id alone; null when there is none, or when its project was deleted (its rows
 /// await their sweep).
+/// Visible only when its project is the caller's; otherwise reported as a miss.
 async fn load_issue(ctx: &Context<'_>, id: IssueId) -> Result<Option<Issue>, ApiError> {
-    let Some(issue) = loader(ctx)?.load_one(id).await? else {
+    let repo = types::repo(ctx)?;
+    let Some(entry) = loader(ctx)?.load_one(id).await? else {
         return Ok(None);
     };
-    Ok(project_data(ctx, &issue.project)
-        .await?
-        .map(|_| Issue(issue)))
+    let Some(issue) = &entry.value else {
+        entry.charge_miss(repo);
+        return Ok(None);
+    };
+    if visible_project(ctx, &issue.project).await?.is_none() {
+        entry.charge_miss(repo);
+        return Ok(None);
+    }
+    entry.charge_found(repo);
+    Ok(Some(Issue(issue.clone())))
 }
 
 /// A custom field by id: its lookup item names the project, whose partition holds the field.
@@ -123,7 +133,7 @@ async fn load_field(ctx: &Context<'_>, id: &FieldId) -> Result<Option<CustomFiel
     let Some(project) = loader(ctx)?.load_one(id.clone()).await? else {
         return Ok(None);
     };
-    Ok(project_data(ctx, &project)
+    Ok(visible_project(ctx, &project)
         .await?
         .and_then(|data| data.field(id).cloned())
         .map(CustomField))

@@ -8,13 +8,15 @@ use async_graphql::{Context, InputObject, Object, SimpleObject, ID};
 
 use super::error::{ApiError, ApiResult};
 use super::types::{
-    loader, CustomField, CustomFieldType, Issue, IssueEdge, IssueState, Project, ProjectEdge,
-    Tenant,
+    loader, project_data, CustomField, CustomFieldType, Issue, IssueEdge, IssueState, Project,
+    ProjectEdge, Tenant,
 };
+use crate::auth::Permission;
 use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
+use crate::loaders::Probed;
 use crate::model;
 use crate::repo::writes::{CellInput, Writes, Written};
-use crate::repo::{IssueKey, Repo};
+use crate::repo::IssueKey;
 
 fn writes<'a>(ctx: &Context<'a>) -> Result<&'a Writes, ApiError> {
     ctx.data::<Writes>().map_err(|_| {
@@ -50,7 +52,9 @@ async fn read_project(ctx: &Context<'_>, id: &ProjectId) -> Result<model::Projec
         .await?
         .filter(|d| !d.project.deleted)
         .ok_or_else(|| vanished("project", id.as_str()))?;
-    loader(ctx)?.feed_one(id.clone(), data.clone()).await;
+    loader(ctx)?
+        .feed_one(id.clone(), Probed::known(data.clone()))
+        .await;
     Ok(data)
 }
 
@@ -59,7 +63,9 @@ async fn read_project(ctx: &Context<'_>, id: &ProjectId) -> Result<model::Projec
 /// project) need no further reads.
 async fn read_issue(ctx: &Context<'_>, written: Written) -> Result<model::Issue, ApiError> {
     if let Some(data) = written.project {
-        loader(ctx)?.feed_one(data.project.id.clone(), data).await;
+        loader(ctx)?
+            .feed_one(data.project.id.clone(), Probed::known(data))
+            .await;
     }
     let id = IssueId::parse(&written.id).map_err(|_| ApiError::Internal)?;
     let issue = writes(ctx)?
@@ -68,7 +74,7 @@ async fn read_issue(ctx: &Context<'_>, written: Written) -> Result<model::Issue,
         .await?
         .ok_or_else(|| vanished("issue", id.as_str()))?;
     let loader = loader(ctx)?;
-    loader.feed_one(id, issue.clone()).await;
+    loader.feed_one(id, Probed::known(issue.clone())).await;
     let key = IssueKey {
         issue: issue.id.clone(),
         project: issue.project.clone(),
@@ -302,6 +308,13 @@ impl MutationRoot {
         input: CreateTenantInput,
     ) -> ApiResult<CreateTenantPayload> {
         let cmid = input.client_mutation_id;
+        if !writes(ctx)?.repo().access().may(Permission::Admin) {
+            return Err(ApiError::Forbidden(format!(
+                "creating tenants needs the `{}` scope",
+                Permission::Admin.scope()
+            ))
+            .into());
+        }
         let written = writes(ctx)?
             .create_tenant(cmid.as_deref(), &input.name)
             .await
@@ -344,7 +357,7 @@ impl MutationRoot {
         let project = read_project(ctx, &id).await?.project;
         Ok(CreateProjectPayload {
             edge: ProjectEdge {
-                cursor: Repo::project_cursor(&project),
+                cursor: writes(ctx)?.repo().project_cursor(&project),
                 node: Project(project.clone()),
             },
             project: Project(project),
@@ -478,9 +491,14 @@ impl MutationRoot {
             .await
             .map_err(ApiError::from)?;
         let issue = read_issue(ctx, written).await?;
+        let tenant = project_data(ctx, &issue.project)
+            .await?
+            .ok_or_else(|| vanished("project", issue.project.as_str()))?
+            .project
+            .tenant;
         Ok(CreateIssuePayload {
             edge: IssueEdge {
-                cursor: Repo::issue_cursor(&issue),
+                cursor: writes(ctx)?.repo().issue_cursor(&tenant, &issue),
                 node: Issue(issue.clone()),
             },
             issue: Issue(issue),

@@ -31,12 +31,30 @@ pub(crate) fn repo<'a>(ctx: &Context<'a>) -> Result<&'a Repo, ApiError> {
     })
 }
 
-/// A project and its fields, through the request's cache.
+/// A project and its fields, through the request's cache; `None` when the caller cannot see
+/// one with this id (reported as a miss).
 pub(crate) async fn project_data(
     ctx: &Context<'_>,
     id: &ProjectId,
 ) -> Result<Option<ProjectData>, ApiError> {
-    Ok(loader(ctx)?.load_one(id.clone()).await?)
+    let Some(entry) = loader(ctx)?.load_one(id.clone()).await? else {
+        return Ok(None);
+    };
+    entry.charge_lookup(repo(ctx)?);
+    Ok(entry.value.clone())
+}
+
+/// The project of something loaded by id, to decide whether the caller may see it: when it
+/// may not, the check itself is not reported (the lookup is reported as a miss instead).
+pub(crate) async fn visible_project(
+    ctx: &Context<'_>,
+    id: &ProjectId,
+) -> Result<Option<ProjectData>, ApiError> {
+    let Some(entry) = loader(ctx)?.load_one(id.clone()).await? else {
+        return Ok(None);
+    };
+    entry.charge_check(repo(ctx)?);
+    Ok(entry.value.clone())
 }
 
 /// A project that another loaded entity refers to: its absence is corrupt data, not a 404.
@@ -83,7 +101,7 @@ impl Tenant {
         #[graphql(desc = "Page size when paging backward: 1 to 100.")] last: Option<i32>,
         #[graphql(desc = "Rows before this cursor.")] before: Option<String>,
     ) -> ApiResult<ProjectConnection> {
-        let scope = Repo::projects_scope(&self.0.id);
+        let scope = repo(ctx)?.projects_scope(&self.0.id);
         let request =
             PageRequest::from_args(&scope, first, after.as_deref(), last, before.as_deref())
                 .map_err(ApiError::from)?;
@@ -168,12 +186,12 @@ impl Project {
             None => IssueSort::default(),
             Some(order) => order.to_sort(ctx, &self.0.id).await?,
         };
-        let scope = Repo::issues_scope(&self.0.id, &sort);
+        let scope = repo(ctx)?.issues_scope(&self.0.tenant, &self.0.id, &sort);
         let request =
             PageRequest::from_args(&scope, first, after.as_deref(), last, before.as_deref())
                 .map_err(ApiError::from)?;
         let page: Paged<IssueRow> = repo(ctx)?
-            .issues_page(&self.0.id, &sort, &request)
+            .issues_page(&self.0.tenant, &self.0.id, &sort, &request)
             .await
             .map_err(ApiError::from)?;
         // Rows read from derived index rows are loaded in one batch with every other issue

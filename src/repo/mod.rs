@@ -12,15 +12,19 @@ pub mod writes;
 
 use std::collections::{HashMap, HashSet};
 
+use std::sync::Arc;
+
+use crate::auth::Access;
 use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::items::{self, ItemError};
 use crate::keys;
 use crate::model::{Issue, Project, ProjectData, Tenant};
 use crate::paging::{
-    self, Limits, Page, PageRequest, PagingError, Position, ReadBudget, Scope, Segment,
+    self, CursorKeys, Limits, Page, PageRequest, PagingError, Position, ReadBudget, Scope, Segment,
 };
 use crate::store::{
-    retry, AttrPath, DynStore, Filter, Index, Item, Key, Query, SortCondition, StoreError,
+    retry, AttrPath, CallBudget, CostMeter, CostReport, DynStore, Filter, Index, Item, Key,
+    Metered, Query, SortCondition, StoreError,
 };
 
 /// Errors of the data layer: the store failed, or it returned an item that cannot be read.
@@ -36,6 +40,16 @@ pub enum RepoError {
 }
 
 impl RepoError {
+    /// Whether the request's budget of store calls is spent.
+    pub fn is_budget_exceeded(&self) -> bool {
+        matches!(self, RepoError::Store(StoreError::BudgetExceeded))
+    }
+
+    /// Whether DynamoDB throttled the call and the SDK's retries gave up.
+    pub fn is_throttled(&self) -> bool {
+        matches!(self, RepoError::Store(StoreError::Throttled(_)))
+    }
+
     /// Whether the store failed to answer (unreachable, throttled), as opposed to a bug or
     /// corrupt data: retrying later may succeed.
     pub fn is_unavailable(&self) -> bool {
@@ -96,20 +110,104 @@ pub struct Paged<T> {
     pub resume_cursor: Option<String>,
 }
 
+impl<T> Paged<T> {
+    fn empty() -> Self {
+        Paged {
+            rows: Vec::new(),
+            has_next: false,
+            has_previous: false,
+            resume_cursor: None,
+        }
+    }
+}
+
 /// The data access layer over one store handle. Built per request (around a metered store),
 /// so its read budget for empty-cell searches is the request's.
 #[derive(Clone)]
 pub struct Repo {
+    /// What calls go through: the request's metered view of the store.
     store: DynStore,
+    /// The store under the request's meter, for probes (see [`Repo::probe`]).
+    base: DynStore,
+    meter: Arc<CostMeter>,
+    calls: Arc<CallBudget>,
     budget: ReadBudget,
+    access: Access,
+    cursors: Arc<CursorKeys>,
 }
 
 impl Repo {
+    /// A repo for tools and tests: unrestricted, unmetered, with a random cursor key.
     pub fn new(store: DynStore, limits: Limits) -> Self {
         Repo {
+            base: store.clone(),
             store,
+            meter: CostMeter::new(),
+            calls: CallBudget::unlimited(),
             budget: ReadBudget::new(limits),
+            access: Access::Unrestricted,
+            cursors: Arc::new(CursorKeys::random()),
         }
+    }
+
+    /// The repo of one request: every call is metered in `meter` within `calls`, and
+    /// everything it loads is checked against `access`.
+    pub fn for_request(
+        base: DynStore,
+        meter: Arc<CostMeter>,
+        calls: Arc<CallBudget>,
+        limits: Limits,
+        access: Access,
+        cursors: Arc<CursorKeys>,
+    ) -> Self {
+        let store: DynStore = Arc::new(Metered::with_budget(
+            base.clone(),
+            meter.clone(),
+            calls.clone(),
+        ));
+        Repo {
+            store,
+            base,
+            meter,
+            calls,
+            budget: ReadBudget::new(limits),
+            access,
+            cursors,
+        }
+    }
+
+    /// Who the repo reads and writes for.
+    pub fn access(&self) -> &Access {
+        &self.access
+    }
+
+    /// A view of this repo whose calls are metered apart, for reads whose cost may only be
+    /// reported once it is known that their result is visible to the caller: the caller then
+    /// [`charge`](Repo::charge)s either the probe's cost or the price of a miss, so a cost
+    /// figure never tells another tenant's row from a missing one. The call budget is shared.
+    pub fn probe(&self) -> (Repo, Arc<CostMeter>) {
+        let meter = CostMeter::new();
+        let store: DynStore = Arc::new(Metered::with_budget(
+            self.base.clone(),
+            meter.clone(),
+            self.calls.clone(),
+        ));
+        let repo = Repo {
+            store,
+            meter: meter.clone(),
+            ..self.clone()
+        };
+        (repo, meter)
+    }
+
+    /// Adds a probe's cost to the request's.
+    pub fn charge(&self, cost: CostReport) {
+        self.meter.charge(cost);
+    }
+
+    /// The request's meter (the write layer prices `NOT_FOUND` with it).
+    pub fn meter(&self) -> &Arc<CostMeter> {
+        &self.meter
     }
 
     /// Reads one page of `segments` after checking the request fits them.
@@ -308,8 +406,8 @@ impl Repo {
 
     /// The cursor a project has in its tenant's list (by name), for a client that inserts a
     /// new project into its cached list.
-    pub fn project_cursor(project: &Project) -> String {
-        Self::projects_scope(&project.tenant).cursor(&Position {
+    pub fn project_cursor(&self, project: &Project) -> String {
+        self.projects_scope(&project.tenant).cursor(&Position {
             segment: 0,
             pk: project.id.to_string(),
             gsi1sk: keys::project_sort(&project.name, &project.id),
@@ -317,17 +415,18 @@ impl Repo {
     }
 
     /// The cursor an issue has under its project's default order (by num ascending).
-    pub fn issue_cursor(issue: &Issue) -> String {
-        Self::issues_scope(&issue.project, &IssueSort::default()).cursor(&Position {
-            segment: 0,
-            pk: issue.id.to_string(),
-            gsi1sk: keys::issue_sort(issue.num),
-        })
+    pub fn issue_cursor(&self, tenant: &TenantId, issue: &Issue) -> String {
+        self.issues_scope(tenant, &issue.project, &IssueSort::default())
+            .cursor(&Position {
+                segment: 0,
+                pk: issue.id.to_string(),
+                gsi1sk: keys::issue_sort(issue.num),
+            })
     }
 
     /// The scope of a tenant's project list, for its cursors.
-    pub fn projects_scope(tenant: &TenantId) -> Scope {
-        Scope(format!("projects|{tenant}"))
+    pub fn projects_scope(&self, tenant: &TenantId) -> Scope {
+        Scope::new(format!("projects|{tenant}"), self.cursors.clone())
     }
 
     /// A page of a tenant's projects by name: one Query of `GSI1`.
@@ -336,18 +435,22 @@ impl Repo {
         tenant: &TenantId,
         request: &PageRequest,
     ) -> Result<Paged<Project>, RepoError> {
+        if !self.access.sees(tenant) {
+            return Ok(Paged::empty());
+        }
         let segments = [Segment {
             partition: keys::projects_partition(tenant),
             ascending: true,
             filter: None,
         }];
         let page = self.page(&segments, request).await?;
-        let scope = Self::projects_scope(tenant);
+        let scope = self.projects_scope(tenant);
         paged(&scope, page, |item| Ok(items::decode_project(item)?))
     }
 
-    /// The scope of a project's issue list in one ordering, for its cursors.
-    pub fn issues_scope(project: &ProjectId, sort: &IssueSort) -> Scope {
+    /// The scope of a project's issue list in one ordering, for its cursors. It names the
+    /// project's tenant too, so a cursor is bound to the tenant it was issued for.
+    pub fn issues_scope(&self, tenant: &TenantId, project: &ProjectId, sort: &IssueSort) -> Scope {
         let field = match &sort.field {
             SortField::Num => "NUM".to_string(),
             SortField::Name => "NAME".to_string(),
@@ -355,7 +458,10 @@ impl Repo {
             SortField::Custom(f) => format!("CUSTOM_FIELD:{f}"),
         };
         let direction = if sort.ascending { "ASC" } else { "DESC" };
-        Scope(format!("issues|{project}|{field}|{direction}"))
+        Scope::new(
+            format!("issues|{tenant}|{project}|{field}|{direction}"),
+            self.cursors.clone(),
+        )
     }
 
     /// A page of a project's issues in the given order: one Query of `GSI1` per segment read
@@ -363,10 +469,16 @@ impl Repo {
     /// for the caller to batch-load; rows read from issue items come back loaded.
     pub async fn issues_page(
         &self,
+        tenant: &TenantId,
         project: &ProjectId,
         sort: &IssueSort,
         request: &PageRequest,
     ) -> Result<Paged<IssueRow>, RepoError> {
+        // Defence in depth: resolvers only page projects they could load, and loading checks
+        // the tenant; a list of another tenant's is empty all the same.
+        if !self.access.sees(tenant) {
+            return Ok(Paged::empty());
+        }
         let ascending = sort.ascending;
         let by_num = |filter| Segment {
             partition: keys::issues_by_num_partition(project),
@@ -400,7 +512,7 @@ impl Repo {
             ],
         };
         let page = self.page(&segments, request).await?;
-        let scope = Self::issues_scope(project, sort);
+        let scope = self.issues_scope(tenant, project, sort);
         paged(&scope, page, |item| match items::item_type(item) {
             Some(items::types::ISSUE) => Ok(IssueRow::Loaded(items::decode_issue(item)?)),
             _ => {

@@ -45,18 +45,25 @@ impl CostMeter {
         self.calls.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Records one read call: its consumed capacity when it answered, the call alone when it
-    /// failed (a failed call still costs a round trip).
-    fn observe<T>(
-        &self,
-        result: Result<T, StoreError>,
-        consumed: impl FnOnce(&T) -> Capacity,
-    ) -> Result<T, StoreError> {
-        match &result {
-            Ok(out) => self.record(consumed(out)),
-            Err(_) => self.record_call(),
-        }
-        result
+    /// Adds what a probe read cost (see `Repo::probe`) once its result may be reported.
+    pub fn charge(&self, cost: CostReport) {
+        self.calls.fetch_add(cost.dynamodb_calls, Ordering::Relaxed);
+        let mut total = self.capacity.lock().unwrap_or_else(|e| e.into_inner());
+        total.read_units += cost.read_capacity_units;
+        total.write_units += cost.write_capacity_units;
+    }
+
+    /// Sets the meter back to an earlier snapshot plus `extra`: a mutation that ends in
+    /// `NOT_FOUND` is reported at one fixed price, whatever it had to read to find out, so the
+    /// cost cannot tell "another tenant's" from "nobody's".
+    pub fn rewind(&self, snapshot: CostReport, extra: CostReport) {
+        let mut total = self.capacity.lock().unwrap_or_else(|e| e.into_inner());
+        self.calls.store(
+            snapshot.dynamodb_calls + extra.dynamodb_calls,
+            Ordering::Relaxed,
+        );
+        total.read_units = snapshot.read_capacity_units + extra.read_capacity_units;
+        total.write_units = snapshot.write_capacity_units + extra.write_capacity_units;
     }
 
     pub fn report(&self) -> CostReport {
@@ -69,16 +76,93 @@ impl CostMeter {
     }
 }
 
-/// A store that records every call it forwards in a [`CostMeter`].
+/// A request's ceiling on DynamoDB calls and read capacity, shared by every metered view of
+/// the store the request uses (its own and its probes'). Once spent, further calls fail at
+/// once with [`StoreError::BudgetExceeded`] instead of reaching the store.
+#[derive(Debug)]
+pub struct CallBudget {
+    max_calls: u64,
+    max_read_units: f64,
+    calls: AtomicU64,
+    read_units: Mutex<f64>,
+    exceeded: std::sync::atomic::AtomicBool,
+}
+
+impl CallBudget {
+    pub fn new(max_calls: u64, max_read_units: f64) -> Arc<Self> {
+        Arc::new(CallBudget {
+            max_calls,
+            max_read_units,
+            calls: AtomicU64::new(0),
+            read_units: Mutex::new(0.0),
+            exceeded: Default::default(),
+        })
+    }
+
+    /// No ceiling (tools, tests of other things).
+    pub fn unlimited() -> Arc<Self> {
+        CallBudget::new(u64::MAX, f64::INFINITY)
+    }
+
+    /// Whether a call was refused for want of budget.
+    pub fn exceeded(&self) -> bool {
+        self.exceeded.load(Ordering::Relaxed)
+    }
+
+    fn admit(&self) -> Result<(), StoreError> {
+        let spent_reads = *self.read_units.lock().unwrap_or_else(|e| e.into_inner());
+        let calls = self.calls.fetch_add(1, Ordering::Relaxed);
+        if calls >= self.max_calls || spent_reads >= self.max_read_units {
+            self.exceeded.store(true, Ordering::Relaxed);
+            return Err(StoreError::BudgetExceeded);
+        }
+        Ok(())
+    }
+
+    fn spend(&self, consumed: Capacity) {
+        *self.read_units.lock().unwrap_or_else(|e| e.into_inner()) += consumed.read_units;
+    }
+}
+
+/// A store that records every call it forwards in a [`CostMeter`], within a [`CallBudget`].
 #[derive(Clone)]
 pub struct Metered {
     inner: DynStore,
     meter: Arc<CostMeter>,
+    budget: Arc<CallBudget>,
 }
 
 impl Metered {
     pub fn new(inner: DynStore, meter: Arc<CostMeter>) -> Self {
-        Metered { inner, meter }
+        Metered::with_budget(inner, meter, CallBudget::unlimited())
+    }
+
+    pub fn with_budget(inner: DynStore, meter: Arc<CostMeter>, budget: Arc<CallBudget>) -> Self {
+        Metered {
+            inner,
+            meter,
+            budget,
+        }
+    }
+
+    /// Runs one call within the budget and records it.
+    async fn call<T>(
+        &self,
+        call: impl std::future::Future<Output = Result<T, StoreError>>,
+        consumed: impl FnOnce(&T) -> Capacity,
+    ) -> Result<T, StoreError> {
+        self.budget.admit()?;
+        let result = call.await;
+        match &result {
+            Ok(out) => {
+                let consumed = consumed(out);
+                self.budget.spend(consumed);
+                self.meter.record(consumed);
+            }
+            // A failed call still costs a round trip.
+            Err(_) => self.meter.record_call(),
+        }
+        result
     }
 
     pub fn meter(&self) -> &Arc<CostMeter> {
@@ -93,23 +177,21 @@ impl Store for Metered {
     }
 
     async fn get(&self, key: &Key) -> Result<GetOutput, StoreError> {
-        self.meter
-            .observe(self.inner.get(key).await, |out| out.consumed)
+        self.call(self.inner.get(key), |out| out.consumed).await
     }
 
     async fn get_consistent(&self, key: &Key) -> Result<GetOutput, StoreError> {
-        self.meter
-            .observe(self.inner.get_consistent(key).await, |out| out.consumed)
+        self.call(self.inner.get_consistent(key), |out| out.consumed)
+            .await
     }
 
     async fn batch_get(&self, keys: &[Key]) -> Result<BatchGetOutput, StoreError> {
-        self.meter
-            .observe(self.inner.batch_get(keys).await, |out| out.consumed)
+        self.call(self.inner.batch_get(keys), |out| out.consumed)
+            .await
     }
 
     async fn query(&self, query: &Query) -> Result<QueryOutput, StoreError> {
-        self.meter
-            .observe(self.inner.query(query).await, |out| out.consumed)
+        self.call(self.inner.query(query), |out| out.consumed).await
     }
 
     async fn scan(
@@ -117,16 +199,17 @@ impl Store for Metered {
         start: Option<&Key>,
         limit: Option<u32>,
     ) -> Result<ScanOutput, StoreError> {
-        self.meter
-            .observe(self.inner.scan(start, limit).await, |out| out.consumed)
+        self.call(self.inner.scan(start, limit), |out| out.consumed)
+            .await
     }
 
     async fn transact_write(&self, ops: Vec<WriteOp>) -> Result<WriteOutput, StoreError> {
-        self.meter
-            .observe(self.inner.transact_write(ops).await, |out| out.consumed)
+        self.call(self.inner.transact_write(ops), |out| out.consumed)
+            .await
     }
 
     async fn batch_put(&self, items: Vec<Item>) -> Result<Vec<Item>, StoreError> {
+        self.budget.admit()?;
         self.meter.record_call();
         self.inner.batch_put(items).await
     }

@@ -21,7 +21,7 @@ use async_trait::async_trait;
 pub use serde_dynamo::{AttributeValue, Item};
 
 pub use capacity::Capacity;
-pub use metered::{CostMeter, CostReport, Metered};
+pub use metered::{CallBudget, CostMeter, CostReport, Metered};
 
 /// A shared handle to any store.
 pub type DynStore = Arc<dyn Store>;
@@ -338,6 +338,9 @@ pub enum StoreError {
     /// Stored data could not be read back.
     #[error("corrupt store data: {0}")]
     Corrupt(String),
+    /// The request spent its budget of calls or read capacity; the call was not made.
+    #[error("the request's budget of store calls is spent")]
+    BudgetExceeded,
 }
 
 /// DynamoDB's operations, in the typed form the single-table logic needs.

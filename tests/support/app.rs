@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use gridgate::app::{self, App, Settings};
 use gridgate::paging::Limits;
-use gridgate::store::dynamodb::{DynamoConfig, DynamoStore};
+use gridgate::store::dynamodb::{DynamoConfig, DynamoStore, SdkSettings};
 use gridgate::store::embedded::EmbeddedStore;
 use gridgate::store::{DynStore, Store};
 use serde_json::{json, Value};
@@ -50,11 +50,14 @@ impl TestStore {
             Backend::Dynamodb => {
                 let endpoint = dynamodb_local::endpoint().to_string();
                 let table = format!("gridgate-test-{}", ulid_like());
-                let store = DynamoStore::connect(DynamoConfig {
-                    table,
-                    endpoint: Some(endpoint),
-                    local_credentials: true,
-                })
+                let store = DynamoStore::connect_with(
+                    DynamoConfig {
+                        table,
+                        endpoint: Some(endpoint),
+                        local_credentials: true,
+                    },
+                    shared_local_settings(),
+                )
                 .await
                 .expect("connect to DynamoDB Local");
                 store.ensure_table().await.expect("create table");
@@ -65,6 +68,34 @@ impl TestStore {
                 }
             }
         }
+    }
+}
+
+/// Client settings for the shared DynamoDB Local: the production defaults, but with time
+/// limits for a JVM shared by every test of the process on a small machine. DynamoDB Local runs
+/// transactions one at a time, so under the concurrency tests a TransactWriteItems can queue
+/// for seconds, which DynamoDB itself never does; tests of outages set their own limits.
+pub fn shared_local_settings() -> SdkSettings {
+    SdkSettings {
+        attempt_timeout: std::time::Duration::from_secs(30),
+        operation_timeout: std::time::Duration::from_secs(60),
+        ..SdkSettings::default()
+    }
+}
+
+impl TestStore {
+    /// A store the test opened itself (e.g. over its own DynamoDB Local), table created.
+    pub fn from_store(store: DynStore, backend: Backend) -> TestStore {
+        TestStore {
+            store,
+            backend,
+            _dir: None,
+        }
+    }
+
+    /// A table name no other test uses.
+    pub fn unique_table(prefix: &str) -> String {
+        format!("{prefix}-{}", ulid_like())
     }
 }
 
@@ -111,16 +142,29 @@ impl TestApp {
 
     /// Serves `store` (possibly a wrapper of `test_store.store`).
     pub async fn serve_store(store: DynStore, test_store: TestStore, limits: Limits) -> TestApp {
+        let mut settings = Settings::default();
+        settings.gateway.limits = limits;
+        TestApp::serve_with_settings(store, test_store, settings).await
+    }
+
+    /// A fresh store of `backend`, served with `settings` (auth, limits).
+    pub async fn spawn_with_settings(backend: Backend, settings: Settings) -> TestApp {
+        let test_store = TestStore::new(backend).await;
+        TestApp::serve_with_settings(test_store.store.clone(), test_store, settings).await
+    }
+
+    /// Serves `store` with `settings`.
+    pub async fn serve_with_settings(
+        store: DynStore,
+        test_store: TestStore,
+        mut settings: Settings,
+    ) -> TestApp {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
         let addr = listener.local_addr().expect("local addr");
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         // Both test stores update GSI1 with the table, so sweeps need not wait for it.
-        let mut settings = Settings {
-            limits,
-            ..Settings::default()
-        };
         settings.sweep.settle = std::time::Duration::ZERO;
         let app = Arc::new(app::build(store, settings));
         let server = app.clone();

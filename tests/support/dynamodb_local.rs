@@ -17,13 +17,17 @@
 //!   (normal exit, panic, abort, SIGKILL) the kernel closes it, the watchdog reads EOF
 //!   and kills the JVM.
 //!
+//! * [`PrivateDynamoDbLocal`] is one test's own DynamoDB Local (a separate JVM on its own free
+//!   port, data in a private directory rather than in memory) that the test can stop (the JVM
+//!   is killed) and start again on the same port, with its data, to simulate an outage.
+//!
 //! Only std is used and nothing here needs an async runtime.
 
 // Test binaries include this module but may not use every item in it.
 #![allow(dead_code)]
 
 use std::ffi::OsString;
-use std::fs::{self, File};
+use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -65,6 +69,9 @@ trap 'kill "$pid" "$rpid" 2>/dev/null' EXIT
 trap 'exit 143' HUP INT TERM
 wait "$pid"
 "#;
+
+/// The arguments that keep DynamoDB Local's data in memory (the shared instance).
+const IN_MEMORY_ARGS: &[&str] = &["-inMemory", "-sharedDb", "-disableTelemetry"];
 
 struct Shared {
     endpoint: String,
@@ -317,8 +324,27 @@ fn start(home: &Path, dist: &Path) -> Result<Shared, String> {
 }
 
 fn start_on(port: u16, home: &Path, dist: &Path, log_path: &Path) -> Result<Shared, StartError> {
+    let log = File::create(log_path)
+        .map_err(|e| StartError::Fatal(format!("cannot create log file: {e}")))?;
+    let args: Vec<OsString> = IN_MEMORY_ARGS.iter().map(OsString::from).collect();
+    let child = spawn_ready(port, home, dist, log, &args, WATCHDOG_SCRIPT)?;
+    Ok(Shared {
+        endpoint: format!("http://127.0.0.1:{port}"),
+        _watchdog: Some(Mutex::new(child)),
+    })
+}
+
+/// Starts DynamoDB Local with `args` on `port` under the watchdog `script`, logging to `log`,
+/// and waits until it answers a request.
+fn spawn_ready(
+    port: u16,
+    home: &Path,
+    dist: &Path,
+    log: File,
+    args: &[OsString],
+    script: &str,
+) -> Result<Child, StartError> {
     let fatal = |what: &str, e: io::Error| StartError::Fatal(format!("{what}: {e}"));
-    let log = File::create(log_path).map_err(|e| fatal("cannot create log file", e))?;
     let log_err = log
         .try_clone()
         .map_err(|e| fatal("cannot clone log file", e))?;
@@ -326,13 +352,14 @@ fn start_on(port: u16, home: &Path, dist: &Path, log_path: &Path) -> Result<Shar
     library_path.push(dist.join("DynamoDBLocal_lib"));
     let mut child = Command::new("sh")
         .arg("-c")
-        .arg(WATCHDOG_SCRIPT)
+        .arg(script)
         .arg("sh")
         .arg("java")
         .arg(library_path)
         .arg("-jar")
         .arg(dist.join("DynamoDBLocal.jar"))
-        .args(["-inMemory", "-sharedDb", "-disableTelemetry", "-port"])
+        .args(args)
+        .arg("-port")
         .arg(port.to_string())
         .current_dir(home)
         .stdin(Stdio::piped())
@@ -357,12 +384,7 @@ fn start_on(port: u16, home: &Path, dist: &Path, log_path: &Path) -> Result<Shar
             }
         }
         let last_probe = match list_tables_status(addr) {
-            Ok(200 | 400) => {
-                return Ok(Shared {
-                    endpoint: format!("http://{addr}"),
-                    _watchdog: Some(Mutex::new(child)),
-                })
-            }
+            Ok(200 | 400) => return Ok(child),
             Ok(status) => format!("HTTP {status}"),
             Err(e) => e.to_string(),
         };
@@ -374,6 +396,183 @@ fn start_on(port: u16, home: &Path, dist: &Path, log_path: &Path) -> Result<Shar
             )));
         }
         std::thread::sleep(POLL_INTERVAL);
+    }
+}
+
+/// The watchdog script of a private instance: the same, but the JVM is killed with SIGKILL,
+/// as a crash would end it (no graceful shutdown, connections reset).
+fn private_watchdog_script() -> String {
+    let script = WATCHDOG_SCRIPT.replace(r#"kill "$pid" 2>"#, r#"kill -KILL "$pid" 2>"#);
+    assert_ne!(
+        script, WATCHDOG_SCRIPT,
+        "the watchdog script changed: update this"
+    );
+    script
+}
+
+/// How often a private instance tries to bind its port again when starting on it fails (the
+/// OS may still hold the port briefly after the old JVM died).
+const RESTART_ATTEMPTS: usize = 10;
+/// Pause between those tries: waiting for the OS to release a port, not for code of ours.
+const RESTART_PAUSE: Duration = Duration::from_millis(250);
+
+/// One test's own DynamoDB Local: a separate JVM on a free port, its data in a private
+/// directory (`-sharedDb -dbPath`, not `-inMemory`, so it survives [`stop`](Self::stop) and
+/// [`start`](Self::start)). Dropping it kills the JVM and deletes the data.
+///
+/// The JVM runs under the same watchdog as the shared instance, so it dies with the test
+/// process whatever way that ends.
+pub struct PrivateDynamoDbLocal {
+    port: u16,
+    home: PathBuf,
+    dist: PathBuf,
+    data_dir: PathBuf,
+    log_path: PathBuf,
+    script: String,
+    /// The watchdog of the running JVM, `None` while stopped.
+    watchdog: Option<Child>,
+    starts: usize,
+}
+
+impl PrivateDynamoDbLocal {
+    /// Starts a new instance on a free port and waits until it answers. Panics (with the log's
+    /// tail) when it cannot: it never skips.
+    pub fn start_new() -> PrivateDynamoDbLocal {
+        match Self::try_start_new() {
+            Ok(local) => local,
+            Err(message) => panic!("{message}"),
+        }
+    }
+
+    fn try_start_new() -> Result<PrivateDynamoDbLocal, String> {
+        check_java()?;
+        let home = cache_dir();
+        let dist = ensure_installed(&home)?;
+        let name = format!("private-{}-{}", std::process::id(), unique_suffix());
+        let private = home.join("private");
+        // Data of instances whose test process was killed before dropping them.
+        prune_old(&private);
+        let data_dir = private.join(&name);
+        fs::create_dir_all(&data_dir)
+            .map_err(|e| format!("cannot create {}: {e}", data_dir.display()))?;
+        let log_dir = home.join("logs");
+        fs::create_dir_all(&log_dir)
+            .map_err(|e| format!("cannot create {}: {e}", log_dir.display()))?;
+        let mut local = PrivateDynamoDbLocal {
+            port: 0,
+            home,
+            dist,
+            data_dir,
+            log_path: log_dir.join(format!("dynamodb-local-{name}.log")),
+            script: private_watchdog_script(),
+            watchdog: None,
+            starts: 0,
+        };
+        // A fresh port per attempt, as for the shared instance: another process may take a
+        // port between our probe and java's bind.
+        let mut failures = Vec::new();
+        for attempt in 1..=START_ATTEMPTS {
+            local.port = free_port()?;
+            match local.spawn() {
+                Ok(()) => return Ok(local),
+                Err(StartError::ExitedEarly(e)) => failures.push(format!(
+                    "attempt {attempt}, port {}: {e}\n{}",
+                    local.port,
+                    log_tail(&local.log_path)
+                )),
+                Err(StartError::Fatal(e)) => {
+                    failures.push(format!(
+                        "attempt {attempt}, port {}: {e}\n{}",
+                        local.port,
+                        log_tail(&local.log_path)
+                    ));
+                    break;
+                }
+            }
+        }
+        Err(format!(
+            "private DynamoDB Local did not start; log file {}\n{}\n{INSTALL_HINT}",
+            local.log_path.display(),
+            failures.join("\n")
+        ))
+    }
+
+    /// Endpoint URL, e.g. "http://127.0.0.1:41234"; the same after a restart.
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.watchdog.is_some()
+    }
+
+    /// Kills the JVM (SIGKILL) and returns once it is gone: from then on connections to the
+    /// port are refused. Stopping a stopped instance does nothing.
+    pub fn stop(&mut self) {
+        if let Some(mut watchdog) = self.watchdog.take() {
+            stop(&mut watchdog);
+        }
+    }
+
+    /// Starts the JVM again on the same port, over the same data, and waits until it answers.
+    /// Binding the port is tried again a few times: right after [`stop`](Self::stop) the OS
+    /// may not have released it yet. Panics when it cannot start. Starting a running instance
+    /// does nothing.
+    pub fn start(&mut self) {
+        if self.is_running() {
+            return;
+        }
+        let mut failures = Vec::new();
+        for attempt in 1..=RESTART_ATTEMPTS {
+            if attempt > 1 {
+                std::thread::sleep(RESTART_PAUSE);
+            }
+            match self.spawn() {
+                Ok(()) => return,
+                Err(StartError::ExitedEarly(e)) => failures.push(format!("attempt {attempt}: {e}")),
+                Err(StartError::Fatal(e)) => {
+                    failures.push(format!("attempt {attempt}: {e}"));
+                    break;
+                }
+            }
+        }
+        panic!(
+            "private DynamoDB Local did not start again on port {}:\n{}\n{}",
+            self.port,
+            failures.join("\n"),
+            log_tail(&self.log_path)
+        );
+    }
+
+    /// One start on `self.port`, appending to the log.
+    fn spawn(&mut self) -> Result<(), StartError> {
+        let log = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log_path)
+            .map_err(|e| StartError::Fatal(format!("cannot open log file: {e}")))?;
+        self.starts += 1;
+        let _ = writeln!(&log, "--- start {} on port {} ---", self.starts, self.port);
+        let args = [
+            OsString::from("-sharedDb"),
+            OsString::from("-disableTelemetry"),
+            OsString::from("-dbPath"),
+            self.data_dir.clone().into_os_string(),
+        ];
+        let child = spawn_ready(self.port, &self.home, &self.dist, log, &args, &self.script)?;
+        self.watchdog = Some(child);
+        Ok(())
+    }
+}
+
+impl Drop for PrivateDynamoDbLocal {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = fs::remove_dir_all(&self.data_dir);
     }
 }
 
@@ -442,6 +641,11 @@ fn log_tail(path: &Path) -> String {
 
 /// Deletes logs of earlier test processes older than a day (best effort).
 fn prune_old_logs(dir: &Path) {
+    prune_old(dir);
+}
+
+/// Deletes the entries (files or directories) of `dir` older than a day (best effort).
+fn prune_old(dir: &Path) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };
@@ -453,7 +657,12 @@ fn prune_old_logs(dir: &Path) {
             .and_then(|modified| modified.elapsed().ok())
             .is_some_and(|age| age > Duration::from_secs(24 * 60 * 60));
         if old {
-            let _ = fs::remove_file(entry.path());
+            let path = entry.path();
+            let _ = if path.is_dir() {
+                fs::remove_dir_all(&path)
+            } else {
+                fs::remove_file(&path)
+            };
         }
     }
 }

@@ -2,6 +2,7 @@
 //! and re-planning under contention with bounded, jittered backoff.
 
 use std::future::Future;
+
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -14,7 +15,14 @@ use super::{
 use crate::items::{self, attrs, MutationRecord};
 use crate::keys;
 use crate::repo::RepoError;
-use crate::store::{AttributeValue, Condition, Key, StoreError, WriteOp};
+use crate::store::{AttributeValue, Condition, CostReport, Key, StoreError, WriteOp};
+
+/// What a mutation that ends in `NOT_FOUND` reports: one strongly consistent read of nothing.
+const NOT_FOUND_PRICE: CostReport = CostReport {
+    dynamodb_calls: 1,
+    read_capacity_units: 1.0,
+    write_capacity_units: 0.0,
+};
 
 /// How hard a mutation tries before contention becomes a retryable `CONFLICT`: exponential
 /// backoff with full jitter, as AWS recommends for conditional-write contention.
@@ -61,6 +69,30 @@ impl Writes {
         client_id: Option<&str>,
         mutation: &'static str,
         input: &impl std::fmt::Debug,
+        plan: F,
+    ) -> Result<Written, WriteError>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<Plan, WriteError>>,
+    {
+        let meter = self.repo().meter();
+        let before = meter.report();
+        let result = self
+            .execute_unpriced(client_id, mutation, input, plan)
+            .await;
+        if let Err(WriteError::NotFound(_)) = &result {
+            // Whatever it took to find out (one read for a missing row, two for another
+            // tenant's), a `NOT_FOUND` is reported as one strongly consistent miss.
+            meter.rewind(before, NOT_FOUND_PRICE);
+        }
+        result
+    }
+
+    async fn execute_unpriced<F, Fut>(
+        &self,
+        client_id: Option<&str>,
+        mutation: &'static str,
+        input: &impl std::fmt::Debug,
         mut plan: F,
     ) -> Result<Written, WriteError>
     where
@@ -76,7 +108,7 @@ impl Writes {
                 ));
             }
             Some(id) => Some(Idempotency {
-                key: keys::mutation_record(id),
+                key: keys::mutation_record(&self.repo().access().partition(), id),
                 mutation,
                 fingerprint: fingerprint(mutation, input),
             }),

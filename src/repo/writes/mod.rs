@@ -648,7 +648,11 @@ impl Writes {
     // -----------------------------------------------------------------------------------------
     // Planning helpers.
 
+    /// A tenant the caller may write to; another's is not found, and is not even read.
     async fn tenant(&self, id: &TenantId) -> Result<Tenant, WriteError> {
+        if !self.repo.access().sees(id) {
+            return Err(WriteError::NotFound(format!("tenant {id} does not exist")));
+        }
         let out = self.store().get_consistent(&keys::tenant(id)).await?;
         match out.item {
             Some(item) => Ok(items::decode_tenant(&item).map_err(RepoError::from)?),
@@ -656,9 +660,15 @@ impl Writes {
         }
     }
 
+    /// A live project of the caller's tenant (another tenant's is not found, before anything
+    /// about it is looked at).
     async fn live_project(&self, id: &ProjectId) -> Result<ProjectData, WriteError> {
         match self.repo.load_project(id, true).await? {
-            Some(data) if !data.project.deleted => Ok(data),
+            Some(data)
+                if !data.project.deleted && self.repo.access().sees(&data.project.tenant) =>
+            {
+                Ok(data)
+            }
             _ => Err(WriteError::NotFound(format!("project {id} does not exist"))),
         }
     }

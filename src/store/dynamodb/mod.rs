@@ -16,13 +16,14 @@ mod expr;
 mod table;
 
 use std::fmt;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_config::meta::region::RegionProviderChain;
+use aws_config::retry::RetryConfig;
+use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region};
 use aws_sdk_dynamodb::config::Credentials;
-use aws_sdk_dynamodb::error::DisplayErrorContext;
-use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
     ConditionCheck, Delete, KeysAndAttributes, Put, PutRequest, ReturnConsumedCapacity,
     TransactWriteItem, Update, WriteRequest,
@@ -33,7 +34,7 @@ use self::convert::{
     from_sdk_item, key_from_map, key_map, non_empty, start_key_from_map, start_key_map,
     total_capacity, total_units, SdkValue,
 };
-use self::error::{build_error, cancellation_error};
+use self::error::{build_error, transact_error};
 use self::expr::{
     condition_expression, condition_text, filter_expression, sort_condition, update_expression,
     Expression,
@@ -60,6 +61,115 @@ pub struct DynamoConfig {
     pub local_credentials: bool,
 }
 
+/// How the SDK client retries and times out, tuned for an interactive gateway: a client waits
+/// on every call, so a call must either answer quickly or fail quickly with a clean error
+/// (`STORE_UNAVAILABLE` / `THROTTLED`) that tells the client to retry later.
+///
+/// The SDK's own defaults suit batch work, not a request path: no operation timeout at all (a
+/// call on a half-open connection can wait for the OS's TCP timeouts, minutes), 3.1 s to
+/// connect, and backoffs of up to 20 s between attempts. A grid page makes 2–3 sequential
+/// calls and a mutation 3–4 (consistent read, transaction, read-back), so whatever one call
+/// may take is multiplied by the request.
+///
+/// Retries here are only the SDK's per-call retries of transient failures (throttling, 5xx,
+/// timeouts, refused connections). Unprocessed batch keys are retried by `store::retry`, and
+/// transaction conflicts by the write layer, each with its own backoff.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SdkSettings {
+    /// Attempts per call, the first included (at least 1). 3, the SDK's standard default:
+    /// enough to ride out a dropped connection or a short throttling burst, while a DynamoDB
+    /// that keeps failing fails the request within a few backoffs instead of holding it.
+    pub max_attempts: u32,
+    /// Base of the exponential backoff with full jitter (attempt n waits a random time in
+    /// `[0, initial × 2^(n-1))`). 25 ms, not the SDK's general 1 s: DynamoDB answers in
+    /// single-digit milliseconds, so a throttled partition is worth asking again after tens
+    /// of milliseconds, not seconds; 25 ms is also what the SDK itself uses for DynamoDB's
+    /// non-throttling retries (retry behaviour 2.1) and what the DynamoDB SDKs have used as
+    /// their base delay. With 3 attempts the waits are at most 25 ms and 50 ms.
+    pub initial_backoff: Duration,
+    /// Cap of any single wait between attempts, including a server's retry-after hint. 1 s
+    /// (the SDK's default is 20 s): reached only with more attempts than the default (25 ms
+    /// doubles past a second at the 7th retry) or when DynamoDB asks for a longer pause, and a
+    /// longer wait would only spend the operation timeout asleep while the client waits.
+    pub max_backoff: Duration,
+    /// Time to establish a connection. 1 s (SDK default 3.1 s): a TCP + TLS handshake to a
+    /// regional endpoint takes tens of milliseconds, so a second means a lost SYN or a dead
+    /// host, and the next attempt (on a new connection) is the better bet.
+    pub connect_timeout: Duration,
+    /// Time for one attempt: sending, DynamoDB's work and reading the answer. 2 s: DynamoDB's
+    /// latency is milliseconds even for a 1 MB Query page or a 100-key BatchGetItem, so an
+    /// attempt still silent after 2 s is stuck (a half-open connection, an overloaded
+    /// endpoint) and is abandoned for a retry instead of waiting on TCP.
+    pub attempt_timeout: Duration,
+    /// Time for one call with all its attempts and backoffs. 5 s: the bound a caller can rely
+    /// on (two stuck attempts and a backoff fit, a third is cut short), about as long as an
+    /// interactive client waits for a grid before giving up itself.
+    pub operation_timeout: Duration,
+}
+
+impl Default for SdkSettings {
+    fn default() -> Self {
+        SdkSettings {
+            max_attempts: 3,
+            initial_backoff: Duration::from_millis(25),
+            max_backoff: Duration::from_secs(1),
+            connect_timeout: Duration::from_secs(1),
+            attempt_timeout: Duration::from_secs(2),
+            operation_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+impl SdkSettings {
+    /// Refuses settings the SDK would reject or that make no sense.
+    fn validate(&self) -> Result<(), StoreError> {
+        let invalid = |what: &str| Err(StoreError::Invalid(format!("DynamoDB client: {what}")));
+        if self.max_attempts == 0 {
+            return invalid("max attempts must be at least 1");
+        }
+        let durations = [
+            ("connect timeout", self.connect_timeout),
+            ("attempt timeout", self.attempt_timeout),
+            ("operation timeout", self.operation_timeout),
+            ("initial backoff", self.initial_backoff),
+            ("max backoff", self.max_backoff),
+        ];
+        if let Some((name, _)) = durations.iter().find(|(_, d)| d.is_zero()) {
+            return invalid(&format!("{name} must be positive"));
+        }
+        if self.attempt_timeout > self.operation_timeout {
+            return invalid(&format!(
+                "attempt timeout ({} ms) longer than the operation timeout ({} ms)",
+                self.attempt_timeout.as_millis(),
+                self.operation_timeout.as_millis()
+            ));
+        }
+        if self.initial_backoff > self.max_backoff {
+            return invalid("initial backoff longer than max backoff");
+        }
+        Ok(())
+    }
+
+    /// The SDK's standard retry mode with these attempts and backoffs. Its retry quota (a
+    /// token bucket shared by the process's DynamoDB clients) stays: during a long outage
+    /// retries stop and calls fail on their first attempt instead of multiplying the load on
+    /// a struggling service, and the quota refills as calls succeed again.
+    fn retry_config(&self) -> RetryConfig {
+        RetryConfig::standard()
+            .with_max_attempts(self.max_attempts)
+            .with_initial_backoff(self.initial_backoff)
+            .with_max_backoff(self.max_backoff)
+    }
+
+    fn timeout_config(&self) -> TimeoutConfig {
+        TimeoutConfig::builder()
+            .connect_timeout(self.connect_timeout)
+            .operation_attempt_timeout(self.attempt_timeout)
+            .operation_timeout(self.operation_timeout)
+            .build()
+    }
+}
+
 /// A [`Store`] backed by one DynamoDB table.
 #[derive(Clone)]
 pub struct DynamoStore {
@@ -77,13 +187,23 @@ impl fmt::Debug for DynamoStore {
 
 impl DynamoStore {
     /// Builds a client from the standard AWS configuration (environment, profile, instance
-    /// role), with region us-east-1 when none is configured. Makes no call: use
-    /// [`Store::ensure_table`] or [`Store::ping`] to check the table is reachable.
+    /// role), with region us-east-1 when none is configured, and the default [`SdkSettings`].
+    /// Makes no call: use [`Store::ensure_table`] or [`Store::ping`] to check the table is
+    /// reachable.
     pub async fn connect(config: DynamoConfig) -> Result<Self, StoreError> {
+        DynamoStore::connect_with(config, SdkSettings::default()).await
+    }
+
+    /// [`DynamoStore::connect`] with the given retries and timeouts. They replace the SDK's
+    /// (and `AWS_MAX_ATTEMPTS` / `AWS_RETRY_MODE`): the gateway's flags decide.
+    pub async fn connect_with(config: DynamoConfig, sdk: SdkSettings) -> Result<Self, StoreError> {
         if config.table.is_empty() {
             return Err(StoreError::Invalid("empty DynamoDB table name".into()));
         }
-        let mut loader = aws_config::defaults(BehaviorVersion::latest());
+        sdk.validate()?;
+        let mut loader = aws_config::defaults(BehaviorVersion::latest())
+            .retry_config(sdk.retry_config())
+            .timeout_config(sdk.timeout_config());
         if config.local_credentials {
             // DynamoDB Local accepts any credentials but only alphanumeric access key ids.
             loader = loader
@@ -290,31 +410,19 @@ impl Store for DynamoStore {
             .into_iter()
             .map(|op| self.transact_item(op))
             .collect::<Result<Vec<_>, _>>()?;
-        match self
+        let out = self
             .client
             .transact_write_items()
             .set_transact_items(Some(items))
             .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .send()
             .await
-        {
-            Ok(out) => Ok(WriteOutput {
-                consumed: Capacity::write(total_units(
-                    out.consumed_capacity.as_deref().unwrap_or_default(),
-                )),
-            }),
-            Err(err) => match err.as_service_error() {
-                Some(TransactWriteItemsError::TransactionCanceledException(canceled)) => {
-                    let context = format!(
-                        "TransactWriteItems on table {}: {}",
-                        self.table,
-                        DisplayErrorContext(&err)
-                    );
-                    Err(cancellation_error(canceled.cancellation_reasons(), context))
-                }
-                _ => Err(self.sdk_error("TransactWriteItems", err)),
-            },
-        }
+            .map_err(|err| transact_error(&self.table, err))?;
+        Ok(WriteOutput {
+            consumed: Capacity::write(total_units(
+                out.consumed_capacity.as_deref().unwrap_or_default(),
+            )),
+        })
     }
 
     async fn batch_put(&self, items: Vec<Item>) -> Result<Vec<Item>, StoreError> {
@@ -446,5 +554,85 @@ impl DynamoStore {
             }
         };
         Ok(item)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn local(table: &str) -> DynamoConfig {
+        DynamoConfig {
+            table: table.into(),
+            endpoint: Some("http://127.0.0.1:9".into()),
+            local_credentials: true,
+        }
+    }
+
+    #[tokio::test]
+    async fn the_client_retries_and_times_out_as_configured() {
+        let sdk = SdkSettings {
+            max_attempts: 5,
+            connect_timeout: Duration::from_millis(150),
+            attempt_timeout: Duration::from_millis(400),
+            operation_timeout: Duration::from_millis(1200),
+            ..SdkSettings::default()
+        };
+        let store = DynamoStore::connect_with(local("t"), sdk).await.unwrap();
+        let config = store.client.config();
+        let retry = config.retry_config().expect("retry config");
+        assert_eq!(retry.mode(), aws_config::retry::RetryMode::Standard);
+        assert_eq!(retry.max_attempts(), 5);
+        assert_eq!(retry.initial_backoff(), Duration::from_millis(25));
+        assert_eq!(retry.max_backoff(), Duration::from_secs(1));
+        let timeouts = config.timeout_config().expect("timeout config");
+        assert_eq!(timeouts.connect_timeout(), Some(Duration::from_millis(150)));
+        assert_eq!(
+            timeouts.operation_attempt_timeout(),
+            Some(Duration::from_millis(400))
+        );
+        assert_eq!(
+            timeouts.operation_timeout(),
+            Some(Duration::from_millis(1200))
+        );
+
+        let defaults = DynamoStore::connect(local("t")).await.unwrap();
+        let timeouts = defaults.client.config().timeout_config().unwrap();
+        assert_eq!(timeouts.operation_timeout(), Some(Duration::from_secs(5)));
+        assert_eq!(
+            defaults
+                .client
+                .config()
+                .retry_config()
+                .unwrap()
+                .max_attempts(),
+            3
+        );
+    }
+
+    #[tokio::test]
+    async fn nonsensical_settings_are_refused() {
+        for sdk in [
+            SdkSettings {
+                max_attempts: 0,
+                ..SdkSettings::default()
+            },
+            SdkSettings {
+                connect_timeout: Duration::ZERO,
+                ..SdkSettings::default()
+            },
+            SdkSettings {
+                attempt_timeout: Duration::from_secs(6),
+                ..SdkSettings::default()
+            },
+        ] {
+            assert!(
+                matches!(
+                    DynamoStore::connect_with(local("t"), sdk).await,
+                    Err(StoreError::Invalid(_))
+                ),
+                "{sdk:?}"
+            );
+        }
     }
 }
