@@ -30,4 +30,7 @@ WORKDIR /data
 USER 10001:10001
 EXPOSE 8080
 ENTRYPOINT ["gridgate"]
+# Listening beyond loopback needs authentication: run with GRIDGATE_AUTH=jwt and a key
+# (GRIDGATE_JWT_SECRET, _PUBLIC_KEY or _JWKS), or GRIDGATE_ALLOW_UNAUTHENTICATED=true for a
+# trusted local network; otherwise the server refuses to start and says so.
 CMD ["serve", "--listen", "0.0.0.0:8080"]

@@ -1,6 +1,6 @@
 //! The `gridgate` binary end to end, against both stores: `table create`, `seed --demo`,
-//! `seed --synthetic` (one JSON line per project), `serve` on port 0, `verify`, `reindex` and
-//! `schema`.
+//! `seed --synthetic` (one JSON line per project), `serve` on port 0, `verify`, `reindex`,
+//! `schema` and `token`; the auth start-up rules and SIGTERM.
 
 mod support;
 
@@ -90,7 +90,7 @@ impl Cli {
             .spawn()
             .expect("spawn serve");
         let stderr = child.stderr.take().unwrap();
-        let server = Server(child);
+        let server = Server(Some(child));
         let mut lines_in = BufReader::new(stderr).lines();
         loop {
             let line = lines_in
@@ -127,13 +127,15 @@ async fn post_query(url: &str, query: &str) -> Value {
         .expect("JSON body")
 }
 
-/// Kills the server when the test ends, however it ends.
-struct Server(Child);
+/// Kills the server when the test ends, however it ends (unless a test took it over).
+struct Server(Option<Child>);
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        if let Some(child) = &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 
@@ -339,4 +341,108 @@ fn seed_requires_a_kind() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--demo"));
+}
+
+/// Without authentication the server only listens on loopback, unless told otherwise (the
+/// refusal comes before binding: tests never listen beyond loopback).
+#[test]
+fn unauthenticated_serving_is_loopback_only() {
+    let cli = Cli::new(Backend::Embedded);
+    let (_, stderr) = cli.run_failing(&["serve", "--listen", "0.0.0.0:0"]);
+    assert!(stderr.contains("--allow-unauthenticated"), "{stderr}");
+    assert!(stderr.contains("--auth jwt"), "{stderr}");
+}
+
+const SECRET: &str = "cli-test-secret-cli-test-secret-xx";
+
+/// `gridgate token` mints a development token that `serve --auth jwt` accepts.
+#[tokio::test]
+async fn minted_tokens_authenticate() {
+    let cli = Cli::new(Backend::Embedded);
+    let out = Command::new(env!("CARGO_BIN_EXE_gridgate"))
+        .args(["token", "--tenant", "tenant-0807", "--scope", "grid:read"])
+        .env("GRIDGATE_JWT_SECRET", SECRET)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let token = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let (server, url) = cli.serve_with(&["--auth", "jwt"], &[("GRIDGATE_JWT_SECRET", SECRET)]);
+    let query = serde_json::json!({ "query": "{ tenant(id: \"tenant-0807\") { name } }" });
+    let client = reqwest::Client::new();
+    let anonymous = client.post(&url).json(&query).send().await.unwrap();
+    assert_eq!(anonymous.status(), 401);
+    let body: Value = client
+        .post(&url)
+        .bearer_auth(&token)
+        .json(&query)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(body["data"]["tenant"]["name"], "ACME Engineering", "{body}");
+    // Its own tenant only.
+    let other: Value = client
+        .post(&url)
+        .bearer_auth(&token)
+        .json(&serde_json::json!({ "query": "{ tenant(id: \"tenant-3cc8\") { name } }" }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(other["data"]["tenant"], Value::Null, "{other}");
+    drop(server);
+}
+
+/// `--auth jwt` without a key, or with a short secret, does not start.
+#[test]
+fn jwt_needs_a_key() {
+    let cli = Cli::new(Backend::Embedded);
+    let (_, stderr) = cli.run_failing(&["serve", "--listen", "127.0.0.1:0", "--auth", "jwt"]);
+    assert!(stderr.contains("--jwt-secret"), "{stderr}");
+    let (_, stderr) = cli.run_failing(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--auth",
+        "jwt",
+        "--jwt-secret",
+        "short",
+    ]);
+    assert!(stderr.contains("32 bytes"), "{stderr}");
+}
+
+/// SIGTERM: the server stops accepting, drains and exits 0 (within the grace period; the
+/// loop below only guards against a hang).
+#[cfg(unix)]
+#[tokio::test]
+async fn sigterm_stops_the_server() {
+    let cli = Cli::new(Backend::Embedded);
+    let (mut server, url) = cli.serve_with(&["--shutdown-grace-ms", "2000"], &[]);
+    let body = post_query(&url, "{ __typename }").await;
+    assert_eq!(body["data"]["__typename"], "Query");
+    let mut child = server.0.take().expect("the server process");
+    let pid = child.id().to_string();
+    let status = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    assert!(status.success());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    // A hang guard, far above the 2 s grace period: the server must exit by itself.
+    let Ok(exited) = rx.recv_timeout(std::time::Duration::from_secs(60)) else {
+        let _ = Command::new("kill").args(["-KILL", &pid]).status();
+        panic!("the server did not exit after SIGTERM");
+    };
+    let status = exited.unwrap();
+    assert!(status.success(), "{status:?}");
+    // It no longer accepts connections.
+    assert!(reqwest::Client::new().post(&url).send().await.is_err());
 }

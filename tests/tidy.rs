@@ -133,16 +133,42 @@ fn only_keys_spells_keys_and_only_sortkey_encodes() {
 
 #[test]
 fn per_request_state_is_built_in_one_place() {
-    // Metered stores and loaders are per request: only the request context builds them.
+    // Metered stores and loaders are per request: only the request context builds them (the
+    // repo wraps the store in the request's meter, and in probes' meters, itself).
     for (path, text) in src_files() {
         let code = non_test_code(&text);
-        if path != "src/graphql/context.rs" && !path.starts_with("src/store/") {
-            for needle in ["Metered::new(", "Loaders::for_request("] {
+        if path != "src/graphql/context.rs" {
+            for needle in ["Repo::for_request(", "Loaders::for_request("] {
                 assert!(
                     !code.contains(needle),
                     "{path} builds per-request state ({needle}): only graphql/context.rs may"
                 );
             }
+        }
+        let wraps_meters = path == "src/repo/mod.rs" || path.starts_with("src/store/");
+        if !wraps_meters {
+            for needle in ["Metered::new(", "Metered::with_budget("] {
+                assert!(
+                    !code.contains(needle),
+                    "{path} wraps a store in a meter ({needle}): only the repo and the store may"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn tenancy_is_decided_in_the_data_path() {
+    // Visibility is decided where data is loaded (loaders, the repo and its write layer),
+    // never by resolvers filtering what they got.
+    for (path, text) in src_files() {
+        let code = non_test_code(&text);
+        let data_path = path == "src/loaders.rs" || path.starts_with("src/repo/");
+        if !data_path && path != "src/auth.rs" {
+            assert!(
+                !code.contains(".sees("),
+                "{path} decides tenant visibility (`.sees(`): only loaders and the repo may"
+            );
         }
     }
 }
