@@ -6,6 +6,11 @@
 //! gridgate serve &      # demo data on 127.0.0.1:8080
 //! cargo run --release --example loadgen -- --project project-35e9 --order NAME --concurrency 8 --seconds 10
 //! ```
+//!
+//! With `--attack N`, N more workers send hostile requests in a loop meanwhile (fragment
+//! doubling bombs, nested connections, a thousand aliases, oversized documents) and the report
+//! adds how they were answered; `benches/attack.sh` compares the grid's latency and the
+//! server's memory with and without them.
 
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
@@ -36,6 +41,29 @@ struct Args {
     /// Stop after this many requests in all.
     #[arg(long, default_value_t = 1_000_000)]
     max_requests: usize,
+    /// Hostile workers running alongside (0: none).
+    #[arg(long, default_value_t = 0)]
+    attack: usize,
+}
+
+/// Hostile documents, each refused by a different limit.
+fn hostile_bodies(project: &str) -> Vec<Value> {
+    let mut bomb = String::from("fragment F0 on Project { id name }\n");
+    for i in 1..=30 {
+        bomb.push_str(&format!("fragment F{i} on Project {{ ...F{} ...F{} }}\n", i - 1, i - 1));
+    }
+    bomb.push_str(&format!("{{ project(id: \"{project}\") {{ ...F30 }} }}"));
+    let nested = format!(
+        "{{ project(id: \"{project}\") {{ issues(first: 100) {{ nodes {{ project {{ issues(first: 100) {{ nodes {{ project {{ issues(first: 100) {{ nodes {{ id }} }} }} }} }} }} }} }} }} }}"
+    );
+    let aliases: String = (0..1000)
+        .map(|i| format!("a{i}: project(id: \"{project}\") {{ issues {{ nodes {{ id }} }} }} "))
+        .collect();
+    let tokens = format!("{{ {} }}", "__typename ".repeat(20_000));
+    [bomb, nested, format!("{{ {aliases} }}"), tokens]
+        .into_iter()
+        .map(|q| json!({ "query": q }))
+        .collect()
 }
 
 const GRID: &str = r#"
@@ -119,11 +147,54 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             samples
         }));
     }
+    let mut attackers = Vec::new();
+    for a in 0..args.attack {
+        let (client, url, bodies) = (
+            client.clone(),
+            args.url.clone(),
+            hostile_bodies(&args.project),
+        );
+        attackers.push(tokio::spawn(async move {
+            let (mut refused, mut other, mut slowest) = (0usize, 0usize, Duration::ZERO);
+            let mut i = a;
+            while Instant::now() < deadline {
+                let t = Instant::now();
+                let response = client.post(&url).json(&bodies[i % bodies.len()]).send().await;
+                let body: Option<Value> = match response {
+                    Ok(r) => r.json().await.ok(),
+                    Err(_) => None,
+                };
+                slowest = slowest.max(t.elapsed());
+                let coded = body
+                    .as_ref()
+                    .is_some_and(|b| b["errors"][0]["extensions"]["code"].is_string() && b.get("data").is_none());
+                if coded {
+                    refused += 1;
+                } else {
+                    other += 1;
+                }
+                i += 1;
+            }
+            (refused, other, slowest)
+        }));
+    }
     let mut samples = Vec::new();
     for w in workers {
         samples.extend(w.await?);
     }
     let elapsed = started.elapsed();
+    if !attackers.is_empty() {
+        let (mut refused, mut other, mut slowest) = (0, 0, Duration::ZERO);
+        for a in attackers {
+            let (r, o, s) = a.await?;
+            refused += r;
+            other += o;
+            slowest = slowest.max(s);
+        }
+        println!(
+            "attack: {refused} hostile requests refused with a code, {other} answered otherwise; slowest refusal {slowest:?}"
+        );
+    }
     if samples.is_empty() {
         return Err("no requests were made".into());
     }

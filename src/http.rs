@@ -8,6 +8,7 @@
 //! per-request wiring; this module only decides who the caller is and what goes on the wire.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -111,7 +112,10 @@ pub fn router(state: AppState) -> Router {
     let graphql = get(graphql_get)
         .post(graphql_post)
         .fallback(method_not_allowed)
-        .layer(middleware::from_fn_with_state(state.clone(), limit_in_flight));
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            limit_in_flight,
+        ));
     Router::new()
         .route("/graphql", graphql)
         .route("/playground", get(playground))
@@ -195,6 +199,7 @@ async fn bound_head(State(state): State<AppState>, request: Request, next: Next)
                 limits.max_uri_bytes
             ),
             &id,
+            media_of(request.headers()),
         );
     }
     let headers = request.headers();
@@ -211,6 +216,7 @@ async fn bound_head(State(state): State<AppState>, request: Request, next: Next)
                 limits.max_headers, limits.max_header_bytes
             ),
             &id,
+            media_of(headers),
         );
     }
     next.run(request).await
@@ -226,6 +232,7 @@ async fn limit_in_flight(State(state): State<AppState>, request: Request, next: 
             ErrorCode::Overloaded,
             "the server is at its limit of requests in flight; retry shortly",
             &id,
+            media_of(request.headers()),
         );
         response
             .headers_mut()
@@ -249,8 +256,14 @@ fn request_id_of(request: &Request) -> RequestId {
 // Responses.
 
 /// A refusal as GraphQL-over-HTTP clients expect it: `{"errors": [...]}` with a code and the
-/// request id, as JSON.
-fn refuse(status: StatusCode, code: ErrorCode, message: &str, id: &RequestId) -> Response {
+/// request id, in the media type the client accepts (see [`media_of`]).
+fn refuse(
+    status: StatusCode,
+    code: ErrorCode,
+    message: &str,
+    id: &RequestId,
+    media: Media,
+) -> Response {
     let body = serde_json::json!({
         "errors": [{
             "message": message,
@@ -260,9 +273,16 @@ fn refuse(status: StatusCode, code: ErrorCode, message: &str, id: &RequestId) ->
     let mut response = (status, axum::Json(body)).into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
-        HeaderValue::from_static(APPLICATION_JSON),
+        HeaderValue::from_static(media.content_type()),
     );
     response
+}
+
+/// The media type of a refusal written before (or instead of) negotiation proper: the one
+/// the client prefers, or `application/json` when it accepts neither (what a 406 is written
+/// in, too).
+fn media_of(headers: &HeaderMap) -> Media {
+    negotiate(headers).unwrap_or(Media::Json)
 }
 
 async fn method_not_allowed(request: Request) -> Response {
@@ -272,6 +292,7 @@ async fn method_not_allowed(request: Request) -> Response {
         ErrorCode::BadRequest,
         "use GET (queries) or POST (queries and mutations)",
         &id,
+        media_of(request.headers()),
     );
     response
         .headers_mut()
@@ -286,6 +307,7 @@ async fn not_found(request: Request) -> Response {
         ErrorCode::BadRequest,
         "no such route: the API is at /graphql",
         &id,
+        media_of(request.headers()),
     )
 }
 
@@ -309,13 +331,18 @@ impl Media {
 }
 
 /// Content negotiation per GraphQL over HTTP: the preferred of the two media types the
-/// client accepts (by `q`, ties to `graphql-response+json`); no `Accept`, or only wildcards,
-/// means `application/json`. `None` when the client accepts neither (406).
+/// client accepts. Each type takes the quality of the most specific range that matches it
+/// (RFC 9110: `application/json;q=0, */*` accepts only `graphql-response+json`); the higher
+/// quality wins, then the more specific match, then `graphql-response+json` when both are
+/// named. No `Accept`, or only wildcards, means `application/json`. `None` when the client
+/// accepts neither (406).
 fn negotiate(headers: &HeaderMap) -> Option<Media> {
     let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
         return Some(Media::Json);
     };
-    let mut best: Option<(f32, Media)> = None;
+    // (quality, specificity) of each media type: 2 named, 1 `application/*`, 0 `*/*`.
+    let mut graphql: Option<(f32, u8)> = None;
+    let mut json: Option<(f32, u8)> = None;
     for range in accept.split(',') {
         let mut parts = range.split(';');
         let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
@@ -323,23 +350,36 @@ fn negotiate(headers: &HeaderMap) -> Option<Media> {
             .filter_map(|p| p.trim().strip_prefix("q="))
             .find_map(|q| q.trim().parse::<f32>().ok())
             .unwrap_or(1.0);
-        if q <= 0.0 {
-            continue;
-        }
-        let candidate = match media.as_str() {
-            GRAPHQL_RESPONSE_JSON => Media::GraphqlResponse,
-            APPLICATION_JSON | "*/*" | "application/*" => Media::Json,
-            _ => continue,
+        let (graphql_match, json_match) = match media.as_str() {
+            GRAPHQL_RESPONSE_JSON => (Some(2), None),
+            APPLICATION_JSON => (None, Some(2)),
+            "application/*" => (Some(1), Some(1)),
+            "*/*" => (Some(0), Some(0)),
+            _ => (None, None),
         };
-        let better = match best {
-            None => true,
-            Some((bq, bm)) => q > bq || (q == bq && candidate == Media::GraphqlResponse && bm != candidate),
-        };
-        if better {
-            best = Some((q, candidate));
+        for (slot, specificity) in [(&mut graphql, graphql_match), (&mut json, json_match)] {
+            if let Some(specificity) = specificity {
+                if slot.is_none_or(|(_, s)| specificity > s) {
+                    *slot = Some((q, specificity));
+                }
+            }
         }
     }
-    best.map(|(_, media)| media)
+    let graphql = graphql.filter(|(q, _)| *q > 0.0);
+    let json = json.filter(|(q, _)| *q > 0.0);
+    match (graphql, json) {
+        (None, None) => None,
+        (Some(_), None) => Some(Media::GraphqlResponse),
+        (None, Some(_)) => Some(Media::Json),
+        (Some((gq, gs)), Some((jq, js))) => {
+            let graphql_wins = gq > jq || (gq == jq && (gs > js || (gs == js && gs == 2)));
+            Some(if graphql_wins {
+                Media::GraphqlResponse
+            } else {
+                Media::Json
+            })
+        }
+    }
 }
 
 /// Whether a response is a request error: nothing ran (parse, validation, variables, limits,
@@ -427,6 +467,7 @@ fn admit(state: &Http, id: RequestId, headers: &HeaderMap) -> Result<Call, Respo
             ErrorCode::BadRequest,
             "responses are application/graphql-response+json or application/json; accept one",
             &id,
+            Media::Json,
         ));
     };
     let authorization = headers
@@ -441,37 +482,46 @@ fn admit(state: &Http, id: RequestId, headers: &HeaderMap) -> Result<Call, Respo
                 ErrorCode::Unauthenticated,
                 &e.to_string(),
                 &id,
+                media,
             );
-            response.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                HeaderValue::from_static("Bearer"),
-            );
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             Err(response)
         }
     }
 }
 
+/// Refuses a query document longer than the limit, before anything parses it. The refusal is
+/// a GraphQL request error like the other limits on the document (tokens, cost), so its status
+/// follows the media type: 400 for `application/graphql-response+json`, 200 for legacy
+/// `application/json` clients.
+fn check_query_length(state: &Http, call: &Call, query: &str) -> Result<(), Response> {
+    if query.len() <= state.limits.max_query_bytes {
+        return Ok(());
+    }
+    let mut error = async_graphql::ServerError::new(
+        format!(
+            "the query document is longer than {} bytes",
+            state.limits.max_query_bytes
+        ),
+        None,
+    );
+    let mut extensions = async_graphql::ErrorExtensionValues::default();
+    extensions.set("code", ErrorCode::LimitExceeded.as_str());
+    error.extensions = Some(extensions);
+    let response = async_graphql::Response::from_errors(vec![error]);
+    Err(graphql_response(response, call.media, &call.id))
+}
+
 /// Runs one GraphQL request within the request timeout; a request that runs out of time is
 /// cancelled (its store calls are dropped) and answered `TIMEOUT`.
 async fn run(state: &Http, call: Call, request: async_graphql::Request) -> Response {
-    if request.query.len() > state.limits.max_query_bytes {
-        return refuse(
-            StatusCode::BAD_REQUEST,
-            ErrorCode::LimitExceeded,
-            &format!(
-                "the query document is longer than {} bytes",
-                state.limits.max_query_bytes
-            ),
-            &call.id,
-        );
+    if let Err(refusal) = check_query_length(state, &call, &request.query) {
+        return refusal;
     }
     let request = request.data(call.access);
-    match tokio::time::timeout(
-        state.limits.request_timeout,
-        state.gateway.execute(request),
-    )
-    .await
-    {
+    match tokio::time::timeout(state.limits.request_timeout, state.gateway.execute(request)).await {
         Ok(response) => graphql_response(response, call.media, &call.id),
         Err(_) => {
             tracing::warn!("request timed out");
@@ -483,6 +533,7 @@ async fn run(state: &Http, call: Call, request: async_graphql::Request) -> Respo
                     state.limits.request_timeout.as_millis()
                 ),
                 &call.id,
+                call.media,
             )
         }
     }
@@ -495,50 +546,44 @@ async fn graphql_post(State(state): State<AppState>, request: Request) -> Respon
         Ok(call) => call,
         Err(refusal) => return refusal,
     };
+    let bad_request = |status: StatusCode, message: &str| {
+        refuse(status, ErrorCode::BadRequest, message, &call.id, call.media)
+    };
     let content_type = parts
         .headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .map(|v| v.split(';').next().unwrap_or("").trim().to_ascii_lowercase());
+        .map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        });
     // Only JSON bodies: form and text bodies are what a browser sends cross-site without a
     // preflight, so accepting them would let any page make requests on a user's behalf.
     if content_type.as_deref() != Some(APPLICATION_JSON) {
-        return refuse(
+        return bad_request(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ErrorCode::BadRequest,
             "send the request as Content-Type: application/json",
-            &call.id,
         );
     }
     let bytes = match read_body(&state.limits, &parts.headers, body).await {
         Ok(bytes) => bytes,
-        Err((status, message)) => {
-            return refuse(status, ErrorCode::BadRequest, message, &call.id);
-        }
+        Err((status, message)) => return bad_request(status, message),
     };
     let request = match serde_json::from_slice::<serde_json::Value>(&bytes) {
         Ok(serde_json::Value::Array(_)) => {
-            return refuse(
+            return bad_request(
                 StatusCode::BAD_REQUEST,
-                ErrorCode::BadRequest,
                 "batched requests are not supported: send one operation per request",
-                &call.id,
             )
         }
         Ok(value) => match parse_request(value) {
             Ok(request) => request,
-            Err(message) => {
-                return refuse(StatusCode::BAD_REQUEST, ErrorCode::BadRequest, &message, &call.id)
-            }
+            Err(message) => return bad_request(StatusCode::BAD_REQUEST, &message),
         },
-        Err(_) => {
-            return refuse(
-                StatusCode::BAD_REQUEST,
-                ErrorCode::BadRequest,
-                NOT_A_REQUEST,
-                &call.id,
-            )
-        }
+        Err(_) => return bad_request(StatusCode::BAD_REQUEST, NOT_A_REQUEST),
     };
     run(&state, call, request).await
 }
@@ -573,7 +618,10 @@ async fn read_body(
             Err(if too_large {
                 TOO_LARGE
             } else {
-                (StatusCode::BAD_REQUEST, "the request body could not be read")
+                (
+                    StatusCode::BAD_REQUEST,
+                    "the request body could not be read",
+                )
             })
         }
         Err(_) => Err((
@@ -618,7 +666,8 @@ fn parse_request(value: serde_json::Value) -> Result<async_graphql::Request, Str
 }
 
 /// GET with a `query` parameter runs a query (never a mutation); GET without one, from a
-/// browser, shows GraphiQL.
+/// browser, shows GraphiQL. `variables` and `extensions` are JSON texts (objects, or `null`
+/// like an absent parameter), as in a POST body.
 async fn graphql_get(
     State(state): State<AppState>,
     RawQuery(raw): RawQuery,
@@ -647,29 +696,40 @@ async fn graphql_get(
             ErrorCode::BadRequest,
             "a GET request needs a `query` parameter",
             &id,
+            media_of(headers),
         );
     };
     let call = match admit(&state, id, headers) {
         Ok(call) => call,
         Err(refusal) => return refusal,
     };
+    // Before the mutation check below parses the document.
+    if let Err(refusal) = check_query_length(&state, &call, query) {
+        return refusal;
+    }
     let mut graphql = async_graphql::Request::new(query);
     if let Some(name) = param("operationName").filter(|n| !n.is_empty()) {
         graphql = graphql.operation_name(name);
     }
-    if let Some(variables) = param("variables").filter(|v| !v.is_empty()) {
-        match serde_json::from_str::<serde_json::Value>(variables) {
-            Ok(v @ serde_json::Value::Object(_)) => {
-                graphql = graphql.variables(async_graphql::Variables::from_json(v));
-            }
-            _ => {
+    for name in ["variables", "extensions"] {
+        let value = match param(name)
+            .filter(|v| !v.is_empty())
+            .map(serde_json::from_str)
+        {
+            None | Some(Ok(serde_json::Value::Null)) => continue,
+            Some(Ok(value @ serde_json::Value::Object(_))) => value,
+            Some(_) => {
                 return refuse(
                     StatusCode::BAD_REQUEST,
                     ErrorCode::BadRequest,
-                    "`variables` must be a JSON object",
+                    &format!("`{name}` must be a JSON object"),
                     &call.id,
+                    call.media,
                 )
             }
+        };
+        if name == "variables" {
+            graphql = graphql.variables(async_graphql::Variables::from_json(value));
         }
     }
     if is_mutation(&graphql) {
@@ -678,6 +738,7 @@ async fn graphql_get(
             ErrorCode::BadRequest,
             "mutations must be sent with POST",
             &call.id,
+            call.media,
         );
         response
             .headers_mut()
@@ -698,9 +759,11 @@ fn is_mutation(request: &async_graphql::Request) -> bool {
     let ty = match (&doc.operations, request.operation_name.as_deref()) {
         (DocumentOperations::Single(op), _) => Some(op.node.ty),
         (DocumentOperations::Multiple(ops), Some(name)) => ops.get(name).map(|op| op.node.ty),
-        (DocumentOperations::Multiple(ops), None) => {
-            ops.values().next().filter(|_| ops.len() == 1).map(|op| op.node.ty)
-        }
+        (DocumentOperations::Multiple(ops), None) => ops
+            .values()
+            .next()
+            .filter(|_| ops.len() == 1)
+            .map(|op| op.node.ty),
     };
     ty == Some(OperationType::Mutation)
 }
@@ -758,6 +821,11 @@ fn not_ready() -> Response {
 /// read timeout (a client that connects and sends nothing, or trickles headers, is dropped);
 /// on shutdown the listener closes, connections finish their requests in flight, and after
 /// `shutdown_grace` whatever is still running is cancelled.
+///
+/// hyper's own `header_read_timeout` only starts once a connection is known to be HTTP/1:
+/// the automatic HTTP/1-or-2 detection before it waits for bytes without a deadline, and
+/// HTTP/2 has no such timeout. So each connection must also deliver its first request's head
+/// within `header_read_timeout` of being accepted, whatever its protocol, or it is closed.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     router: Router,
@@ -781,6 +849,7 @@ pub async fn serve(
         .timer(TokioTimer::new())
         .keep_alive_interval(Some(Duration::from_secs(20)))
         .max_header_list_size((limits.max_header_bytes * 2) as u32);
+    let first_request_timeout = limits.header_read_timeout;
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -795,15 +864,31 @@ pub async fn serve(
                     }
                 };
                 let _ = stream.set_nodelay(true);
-                let service = TowerToHyperService::new(
-                    router.clone().map_request(|r: axum::http::Request<hyper::body::Incoming>| r.map(Body::new)),
-                );
+                let requested = Arc::new(AtomicBool::new(false));
+                let seen = requested.clone();
+                let service = TowerToHyperService::new(router.clone().map_request(
+                    move |r: axum::http::Request<hyper::body::Incoming>| {
+                        seen.store(true, Ordering::Relaxed);
+                        r.map(Body::new)
+                    },
+                ));
                 let connection = builder
                     .serve_connection_with_upgrades(TokioIo::new(stream), service)
                     .into_owned();
                 let connection = graceful.watch(connection);
                 tokio::spawn(async move {
-                    if let Err(e) = connection.await {
+                    tokio::pin!(connection);
+                    let result =
+                        match tokio::time::timeout(first_request_timeout, &mut connection).await {
+                            Ok(result) => result,
+                            Err(_) if !requested.load(Ordering::Relaxed) => {
+                                // Dropping the connection closes the socket.
+                                tracing::debug!("no request head in time: connection closed");
+                                return;
+                            }
+                            Err(_) => connection.await,
+                        };
+                    if let Err(e) = result {
                         tracing::debug!(error = %e, "connection ended with an error");
                     }
                 });
@@ -812,7 +897,10 @@ pub async fn serve(
         }
     }
     drop(listener);
-    tracing::info!(grace_ms = limits.shutdown_grace.as_millis() as u64, "draining connections");
+    tracing::info!(
+        grace_ms = limits.shutdown_grace.as_millis() as u64,
+        "draining connections"
+    );
     if tokio::time::timeout(limits.shutdown_grace, graceful.shutdown())
         .await
         .is_err()

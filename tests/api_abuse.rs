@@ -364,7 +364,7 @@ async fn aliases_are_refused_without_the_token_limit(backend: Backend) {
 /// 175 aliases of `nodes(ids:)` with 100 ids each: a ~262 KB request.
 async fn huge_nodes_request_is_refused(backend: Backend) {
     let (app, probe) = default_app(backend).await;
-    let ids: Vec<String> = (0..100).map(|i| format!("\"issue-{i:04x}\"")).collect();
+    let ids: Vec<String> = (0..100).map(|i| format!("\"issue-{i:05x}\"")).collect();
     let ids = ids.join(", ");
     let aliases: String = (0..175)
         .map(|i| format!(" n{i}: nodes(ids: [{ids}]) {{ id }}"))

@@ -144,6 +144,10 @@ impl TestApp {
     pub async fn serve_store(store: DynStore, test_store: TestStore, limits: Limits) -> TestApp {
         let mut settings = Settings::default();
         settings.gateway.limits = limits;
+        // The shared DynamoDB Local runs transactions one at a time, so under the concurrency
+        // tests a mutation can queue for longer than production's 10 s request timeout (see
+        // `shared_local_settings`); tests of the timeout itself set their own.
+        settings.http.request_timeout = std::time::Duration::from_secs(120);
         TestApp::serve_with_settings(store, test_store, settings).await
     }
 
