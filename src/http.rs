@@ -460,15 +460,15 @@ struct Call {
 }
 
 /// Negotiates the response type and authenticates the caller, or refuses.
-fn admit(state: &Http, id: RequestId, headers: &HeaderMap) -> Result<Call, Response> {
+fn admit(state: &Http, id: RequestId, headers: &HeaderMap) -> Result<Call, Box<Response>> {
     let Some(media) = negotiate(headers) else {
-        return Err(refuse(
+        return Err(Box::new(refuse(
             StatusCode::NOT_ACCEPTABLE,
             ErrorCode::BadRequest,
             "responses are application/graphql-response+json or application/json; accept one",
             &id,
             Media::Json,
-        ));
+        )));
     };
     let authorization = headers
         .get(header::AUTHORIZATION)
@@ -487,18 +487,18 @@ fn admit(state: &Http, id: RequestId, headers: &HeaderMap) -> Result<Call, Respo
             response
                 .headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            Err(response)
+            Err(Box::new(response))
         }
     }
 }
 
-/// Refuses a query document longer than the limit, before anything parses it. The refusal is
+/// The refusal of a query document longer than the limit, before anything parses it. The refusal is
 /// a GraphQL request error like the other limits on the document (tokens, cost), so its status
 /// follows the media type: 400 for `application/graphql-response+json`, 200 for legacy
 /// `application/json` clients.
-fn check_query_length(state: &Http, call: &Call, query: &str) -> Result<(), Response> {
+fn check_query_length(state: &Http, call: &Call, query: &str) -> Option<Response> {
     if query.len() <= state.limits.max_query_bytes {
-        return Ok(());
+        return None;
     }
     let mut error = async_graphql::ServerError::new(
         format!(
@@ -511,13 +511,13 @@ fn check_query_length(state: &Http, call: &Call, query: &str) -> Result<(), Resp
     extensions.set("code", ErrorCode::LimitExceeded.as_str());
     error.extensions = Some(extensions);
     let response = async_graphql::Response::from_errors(vec![error]);
-    Err(graphql_response(response, call.media, &call.id))
+    Some(graphql_response(response, call.media, &call.id))
 }
 
 /// Runs one GraphQL request within the request timeout; a request that runs out of time is
 /// cancelled (its store calls are dropped) and answered `TIMEOUT`.
 async fn run(state: &Http, call: Call, request: async_graphql::Request) -> Response {
-    if let Err(refusal) = check_query_length(state, &call, &request.query) {
+    if let Some(refusal) = check_query_length(state, &call, &request.query) {
         return refusal;
     }
     let request = request.data(call.access);
@@ -544,7 +544,7 @@ async fn graphql_post(State(state): State<AppState>, request: Request) -> Respon
     let (parts, body) = request.into_parts();
     let call = match admit(&state, id, &parts.headers) {
         Ok(call) => call,
-        Err(refusal) => return refusal,
+        Err(refusal) => return *refusal,
     };
     let bad_request = |status: StatusCode, message: &str| {
         refuse(status, ErrorCode::BadRequest, message, &call.id, call.media)
@@ -701,10 +701,10 @@ async fn graphql_get(
     };
     let call = match admit(&state, id, headers) {
         Ok(call) => call,
-        Err(refusal) => return refusal,
+        Err(refusal) => return *refusal,
     };
     // Before the mutation check below parses the document.
-    if let Err(refusal) = check_query_length(&state, &call, query) {
+    if let Some(refusal) = check_query_length(&state, &call, query) {
         return refusal;
     }
     let mut graphql = async_graphql::Request::new(query);

@@ -158,6 +158,14 @@ struct RequestContext {
     access: Mutex<Access>,
 }
 
+/// `error` with `extensions.code` set to `code`.
+fn with_code(mut error: ServerError, code: ErrorCode) -> ServerError {
+    let mut extensions = error.extensions.take().unwrap_or_default();
+    extensions.set("code", code.as_str());
+    error.extensions = Some(extensions);
+    error
+}
+
 /// A request-level refusal (no `data`), with its code.
 fn refusal(code: ErrorCode, message: impl Into<String>) -> ServerError {
     let mut error = ServerError::new(message, None);
@@ -199,6 +207,12 @@ impl RequestContext {
         let operation = selected_operation(doc, operation_name.as_deref());
         if let Some(operation) = operation {
             check_variables(operation, variables)?;
+            if !self.shared.options.introspection && introspects(doc, operation) {
+                return Err(refusal(
+                    ErrorCode::Forbidden,
+                    "introspection is disabled on this server",
+                ));
+            }
         }
         let needed = match operation.map(|op| op.ty) {
             Some(OperationType::Mutation) => Permission::Write,
@@ -234,6 +248,36 @@ fn selected_operation<'d>(
             .filter(|_| ops.len() == 1)
             .map(|op| &op.node),
     }
+}
+
+/// Whether the operation asks for `__schema` or `__type` at its root (directly or through
+/// fragments), which async-graphql would answer with a silent `null` when introspection is off.
+fn introspects(doc: &ExecutableDocument, operation: &OperationDefinition) -> bool {
+    use async_graphql::parser::types::{Selection, SelectionSet};
+    fn walk<'d>(
+        doc: &'d ExecutableDocument,
+        set: &'d SelectionSet,
+        seen: &mut Vec<&'d str>,
+    ) -> bool {
+        set.items.iter().any(|item| match &item.node {
+            Selection::Field(field) => {
+                matches!(field.node.name.node.as_str(), "__schema" | "__type")
+            }
+            Selection::InlineFragment(inline) => walk(doc, &inline.node.selection_set.node, seen),
+            Selection::FragmentSpread(spread) => {
+                let name = spread.node.fragment_name.node.as_str();
+                // Each fragment once: cycles and repeated spreads cost nothing extra.
+                if seen.contains(&name) {
+                    return false;
+                }
+                seen.push(name);
+                doc.fragments
+                    .get(name)
+                    .is_some_and(|f| walk(doc, &f.node.selection_set.node, seen))
+            }
+        })
+    }
+    walk(doc, &operation.selection_set.node, &mut Vec::new())
 }
 
 /// A required variable (non-null, no default) that the request leaves out or sets to null is
@@ -297,12 +341,26 @@ impl Extension for RequestContext {
         let loader: RequestLoader = Loaders::for_request(repo.clone());
         *self.query.lock().unwrap_or_else(|e| e.into_inner()) =
             Some((request.query.clone(), request.operation_name.clone()));
+        // Parse and price the document here, before async-graphql's own checks walk it:
+        // its recursion-depth check follows every fragment spread without memoizing, so a
+        // spread-doubling bomb 31 levels deep (2^31 visits) would pin a worker thread for
+        // minutes before `parse_query` below ever saw the document. The parsed document is
+        // kept in the request, so it is not parsed twice.
+        let mut request = request;
+        let variables = std::mem::take(&mut request.variables);
+        let admitted = match request.parsed_query() {
+            Ok(doc) => self.admit(doc, &variables),
+            Err(e) => Err(with_code(e, ErrorCode::GraphqlParseFailed)),
+        };
+        request.variables = variables;
+        admitted?;
         next.run(ctx, request.data(repo).data(loader).data(writes))
             .await
     }
 
-    /// Parses the document, tagging syntax errors `GRAPHQL_PARSE_FAILED`, then prices and
-    /// bounds it (see [`RequestContext::admit`]) before async-graphql validates or runs it.
+    /// Runs async-graphql's checks of the (already parsed and admitted) document, coding
+    /// their refusals: the recursion-depth limit is `LIMIT_EXCEEDED`, anything else a
+    /// `GRAPHQL_PARSE_FAILED`.
     async fn parse_query(
         &self,
         ctx: &ExtensionContext<'_>,
@@ -310,14 +368,16 @@ impl Extension for RequestContext {
         variables: &Variables,
         next: NextParseQuery<'_>,
     ) -> ServerResult<ExecutableDocument> {
-        let doc = next.run(ctx, query, variables).await.map_err(|mut e| {
-            let mut extensions = e.extensions.take().unwrap_or_default();
-            extensions.set("code", ErrorCode::GraphqlParseFailed.as_str());
-            e.extensions = Some(extensions);
-            e
-        })?;
-        self.admit(&doc, variables)?;
-        Ok(doc)
+        // The document was parsed and admitted in `prepare_request`; what can fail here is
+        // async-graphql's recursion-depth check (nested inline fragments, say), a limit.
+        next.run(ctx, query, variables).await.map_err(|e| {
+            let code = if e.message.starts_with("The recursion depth") {
+                ErrorCode::LimitExceeded
+            } else {
+                ErrorCode::GraphqlParseFailed
+            };
+            with_code(e, code)
+        })
     }
 
     /// Shapes the response (selection order, failed fields nulled), makes sure every error
