@@ -50,7 +50,11 @@ struct Args {
 fn hostile_bodies(project: &str) -> Vec<Value> {
     let mut bomb = String::from("fragment F0 on Project { id name }\n");
     for i in 1..=30 {
-        bomb.push_str(&format!("fragment F{i} on Project {{ ...F{} ...F{} }}\n", i - 1, i - 1));
+        bomb.push_str(&format!(
+            "fragment F{i} on Project {{ ...F{} ...F{} }}\n",
+            i - 1,
+            i - 1
+        ));
     }
     bomb.push_str(&format!("{{ project(id: \"{project}\") {{ ...F30 }} }}"));
     let nested = format!(
@@ -159,15 +163,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let mut i = a;
             while Instant::now() < deadline {
                 let t = Instant::now();
-                let response = client.post(&url).json(&bodies[i % bodies.len()]).send().await;
+                let response = client
+                    .post(&url)
+                    .json(&bodies[i % bodies.len()])
+                    .send()
+                    .await;
                 let body: Option<Value> = match response {
                     Ok(r) => r.json().await.ok(),
                     Err(_) => None,
                 };
                 slowest = slowest.max(t.elapsed());
-                let coded = body
-                    .as_ref()
-                    .is_some_and(|b| b["errors"][0]["extensions"]["code"].is_string() && b.get("data").is_none());
+                let coded = body.as_ref().is_some_and(|b| {
+                    b["errors"][0]["extensions"]["code"].is_string() && b.get("data").is_none()
+                });
                 if coded {
                     refused += 1;
                 } else {

@@ -184,7 +184,12 @@ impl FieldValue {
                 // A decimal DynamoDB can hold has at most 38 digits and a 3-digit exponent;
                 // anything much longer is refused before parsing, and so are the digit
                 // separators Rust's parser would accept but no other client would write.
-                if trimmed.len() > MAX_NUMBER_TEXT || trimmed.contains('_') {
+                if trimmed.len() > MAX_NUMBER_TEXT {
+                    return Err(err(
+                        "a number is written in at most 200 characters (without padding zeros)",
+                    ));
+                }
+                if trimmed.contains('_') {
                     return Err(err("expected a decimal number such as -3.5 or 1e10"));
                 }
                 let d = BigDecimal::from_str(trimmed)

@@ -132,9 +132,12 @@ impl CursorKeys {
     }
 }
 
-/// The longest cursor accepted: real ones are a few hundred bytes (keys are at most ~3 KB in
-/// theory); anything longer is refused before decoding.
-const MAX_CURSOR_BYTES: usize = 8 * 1024;
+/// The longest cursor accepted, refused before decoding: the longest any position can make.
+/// A position holds at most a 2048-byte `PK` and a 1024-byte `GSI1SK`; JSON writes a control
+/// character as the 6 bytes `\u00XX`, and base64 adds a third: (2048 + 1024) × 6 × 4/3 is
+/// about 24 KiB, plus the scope and the tag. (Real cursors are a few hundred bytes; an 8 KiB
+/// cap once refused the cursor of an issue named with 500 control characters.)
+const MAX_CURSOR_BYTES: usize = 32 * 1024;
 
 /// Identifies one sorted list (connection, owner and its tenant, ordering), so a cursor of
 /// one list is never read as a position in another, and signs its cursors so a client can
@@ -540,6 +543,19 @@ mod tests {
 
     fn scope() -> Scope {
         Scope::new("issues|project-1|NUM|ASC".into(), keys())
+    }
+
+    #[test]
+    fn the_longest_positions_make_cursors_that_read_back() {
+        // Control characters are escaped by JSON six times their size: the worst case.
+        let p = Position {
+            segment: 1,
+            pk: "\u{1}".repeat(MAX_PK_BYTES),
+            gsi1sk: "\u{1}".repeat(crate::sortkey::MAX_SORT_KEY_BYTES),
+        };
+        let c = scope().cursor(&p);
+        assert!(c.len() > 8 * 1024, "{}", c.len());
+        assert_eq!(scope().position("after", &c).unwrap(), p);
     }
 
     #[test]

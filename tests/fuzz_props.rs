@@ -50,7 +50,7 @@ fn any_text() -> BoxedStrategy<String> {
 const MAX_SEGMENTS: usize = 8;
 const MAX_PK_BYTES: usize = 2048;
 /// The longest cursor `Scope::position` reads.
-const MAX_CURSOR_BYTES: usize = 8 * 1024;
+const MAX_CURSOR_BYTES: usize = 32 * 1024;
 
 fn plausible(p: &Position) -> bool {
     p.segment < MAX_SEGMENTS
@@ -188,19 +188,14 @@ proptest! {
         let decoded = s.position("after", &cursor);
         if !plausible(&p) {
             prop_assert_eq!(decoded, Err(PagingError::MalformedCursor { arg: "after" }));
-        } else if cursor.len() > MAX_CURSOR_BYTES {
-            // Known gap (reported with the fuzz targets): JSON writes each control character
-            // of a key as a 6-byte `\u00XX`, so a plausible position whose keys are full of
-            // them makes a cursor longer than `position` reads. Tighten this branch to a
-            // round trip once `MAX_CURSOR_BYTES` covers the worst case.
-            prop_assert_eq!(decoded, Err(PagingError::MalformedCursor { arg: "after" }));
         } else {
             prop_assert_eq!(decoded.as_ref(), Ok(&p));
             let rotated = Scope::new(
                 name.clone(),
                 Arc::new(CursorKeys::new(b"the next key".to_vec(), Some(key.clone()))),
             );
-            prop_assert_eq!(rotated.position("before", &cursor).as_ref(), Ok(&p));
+            let again = rotated.position("before", &cursor);
+            prop_assert_eq!(again.as_ref(), Ok(&p));
             if other != name {
                 prop_assert_eq!(
                     scope(&other, &key).position("after", &cursor),
@@ -346,7 +341,8 @@ proptest! {
         let mut broken = part.clone();
         let at = at % (part.len() + 1);
         broken.insert_str(at, &bad);
-        prop_assert!(check_id(&format!("{}-{broken}", PREFIXES[kind])).is_none());
+        let broken = format!("{}-{broken}", PREFIXES[kind]);
+        prop_assert!(check_id(&broken).is_none(), "{}", broken);
     }
 
     /// The ids the server makes parse back to themselves.
@@ -377,7 +373,8 @@ const TYPES: [FieldType; 4] = [
 /// Every type on `text`: no panic; an accepted value has the type, its canonical text
 /// re-parses to it and is its own canonical text; numbers stay in DynamoDB's range (and their
 /// sort encoding within its documented 45 bytes); dates are the trimmed text; and an INT is a
-/// NUMBER with the same canonical text.
+/// NUMBER with the same canonical text, as long as it is within NUMBER's 200-character limit
+/// (INT takes any number of padding zeros, NUMBER refuses longer texts before parsing them).
 fn check_value(text: &str) {
     let mut int = None;
     for ty in TYPES {
@@ -422,7 +419,7 @@ fn check_value(text: &str) {
             }
         }
     }
-    if let Some(i) = int {
+    if let Some(i) = int.filter(|_| text.trim().len() <= 200) {
         assert_eq!(
             FieldValue::parse(FieldType::Number, text),
             Ok(FieldValue::Number(BigDecimal::from(i))),
@@ -583,7 +580,8 @@ proptest! {
     fn with_suffix_any_suffix(value in any_text(), suffix in prop_oneof![any_text(), regex("x{1000,1030}")]) {
         let suffix: String = suffix.chars().filter(|c| *c > SEPARATOR).collect();
         let key = with_suffix(&text(&value), &suffix);
-        prop_assert!(key.ends_with(&format!("{SEPARATOR}{suffix}")));
+        let end = format!("{SEPARATOR}{suffix}");
+        prop_assert!(key.ends_with(&end));
         prop_assert!(key.len() <= MAX_SORT_KEY_BYTES.max(suffix.len() + 1), "{} bytes", key.len());
     }
 
@@ -700,7 +698,7 @@ fn check_query(query: &str, operation: Option<&str>, variables: &Variables, unty
 /// Documents of every operation type, spaced into tokens, for `edited_document` to break.
 const DOCUMENTS: &[&str] = &[
     "{ project ( id : \"project-35e9\" ) { name customFields { id name } issues ( first : 20 , orderBy : { field : NAME } ) { edges { cursor node { num name fieldValues { value } } } pageInfo { hasNextPage } } } }",
-    "query Q ( $n : Int = 5 @deprecated ) @skip ( if : false ) { tenant ( id : 1 ) { projects ( last : $n ) { nodes { issues ( first : $n ) { totalCount } } } } }",
+    "query Q ( $n : Int = 5 ) @skip ( if : false ) { tenant ( id : 1 ) { projects ( last : $n ) { nodes { issues ( first : $n ) { totalCount } } } } }",
     "query Q { nodes ( ids : [ 1 , 2 , 3 ] ) { ... on Issue { num } ... { id } ...F } } fragment F on Node { id } query Other { a : __typename }",
     "mutation M { createIssue ( input : { projectId : \"p\" , name : \"n\" } ) { issue { id } edge { cursor } } }",
     "subscription S { x ( a : [ [ 1 , 2.5e3 ] , { b : \"\" } ] ) @include ( if : true ) }",
