@@ -85,11 +85,18 @@ impl Access {
     }
 
     /// A string naming the caller, for keys that must not be shared between callers
-    /// (idempotency records): empty when unrestricted.
+    /// (idempotency records): empty when unrestricted, else the tenant and a SHA-256 of the
+    /// subject (fixed length whatever the identity provider puts in `sub`, and no separator
+    /// in it can make two callers' keys collide).
     pub fn partition(&self) -> String {
+        use sha2::Digest;
         match self {
             Access::Unrestricted => String::new(),
-            Access::Tenant(p) => format!("{}#{}", p.tenant, p.subject),
+            Access::Tenant(p) => {
+                let digest = sha2::Sha256::digest(p.subject.as_bytes());
+                let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+                format!("{}#{hex}", p.tenant)
+            }
         }
     }
 }
@@ -349,6 +356,9 @@ impl Authenticator {
     }
 }
 
+/// The longest `sub` accepted: identity providers use ids of a few dozen bytes.
+const MAX_SUBJECT_BYTES: usize = 256;
+
 /// The longest token accepted: real tokens are a few hundred bytes; the header limit bounds
 /// it anyway, this keeps decoding cheap.
 const MAX_TOKEN_BYTES: usize = 8 * 1024;
@@ -385,6 +395,9 @@ impl JwtVerifier {
                 }
             })?;
         let claims = data.claims;
+        if claims.sub.is_empty() || claims.sub.len() > MAX_SUBJECT_BYTES {
+            return Err(AuthError::Invalid("bad subject claim"));
+        }
         let tenant =
             TenantId::parse(&claims.tenant).map_err(|_| AuthError::Invalid("bad tenant claim"))?;
         let permissions = claims

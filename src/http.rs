@@ -63,6 +63,10 @@ pub struct HttpLimits {
     pub max_in_flight: usize,
     /// After SIGTERM, how long requests in flight may take before they are cancelled.
     pub shutdown_grace: Duration,
+    /// The largest response body: a 100-row grid page with every cell is well under 1 MB; a
+    /// response past 16 MB is refused (`LIMIT_EXCEEDED`) while it is written, so a query that
+    /// selects huge cells many times cannot make the server buffer hundreds of megabytes.
+    pub max_response_bytes: usize,
 }
 
 impl Default for HttpLimits {
@@ -78,6 +82,7 @@ impl Default for HttpLimits {
             body_read_timeout: Duration::from_secs(10),
             max_in_flight: 256,
             shutdown_grace: Duration::from_secs(10),
+            max_response_bytes: 16 * 1024 * 1024,
         }
     }
 }
@@ -118,9 +123,9 @@ pub fn router(state: AppState) -> Router {
         ));
     Router::new()
         .route("/graphql", graphql)
-        .route("/playground", get(playground))
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
+        .route("/playground", get(playground).fallback(get_only))
+        .route("/healthz", get(healthz).fallback(get_only))
+        .route("/readyz", get(readyz).fallback(get_only))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), bound_head))
         .layer(cors())
@@ -286,17 +291,30 @@ fn media_of(headers: &HeaderMap) -> Media {
 }
 
 async fn method_not_allowed(request: Request) -> Response {
-    let id = request_id_of(&request);
+    wrong_method(
+        &request,
+        "use GET (queries) or POST (queries and mutations)",
+        "GET, POST",
+    )
+}
+
+/// The other routes answer GET (and HEAD) only.
+async fn get_only(request: Request) -> Response {
+    wrong_method(&request, "this route only answers GET", "GET, HEAD")
+}
+
+fn wrong_method(request: &Request, message: &str, allow: &'static str) -> Response {
+    let id = request_id_of(request);
     let mut response = refuse(
         StatusCode::METHOD_NOT_ALLOWED,
         ErrorCode::BadRequest,
-        "use GET (queries) or POST (queries and mutations)",
+        message,
         &id,
         media_of(request.headers()),
     );
     response
         .headers_mut()
-        .insert(header::ALLOW, HeaderValue::from_static("GET, POST"));
+        .insert(header::ALLOW, HeaderValue::from_static(allow));
     response
 }
 
@@ -398,12 +416,34 @@ fn error_code(error: &async_graphql::ServerError) -> Option<String> {
     }
 }
 
+/// A buffer that refuses to grow past `max` bytes (serialization stops at the first write
+/// past it).
+struct LimitedWriter {
+    bytes: Vec<u8>,
+    max: usize,
+}
+
+impl std::io::Write for LimitedWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.bytes.len() + buf.len() > self.max {
+            return Err(std::io::Error::other("response too large"));
+        }
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Writes a GraphQL response: the request id on every error, `data` left out of request
 /// errors, and the status the media type calls for.
 fn graphql_response(
     mut response: async_graphql::Response,
     media: Media,
     id: &RequestId,
+    max_bytes: usize,
 ) -> Response {
     for error in &mut response.errors {
         let mut extensions = error.extensions.take().unwrap_or_default();
@@ -428,8 +468,28 @@ fn graphql_response(
         errors: &response.errors,
         extensions: &response.extensions,
     };
-    let bytes = serde_json::to_vec(&body).unwrap_or_default();
-    let mut out = (status, bytes).into_response();
+    let mut writer = LimitedWriter {
+        bytes: Vec::new(),
+        max: max_bytes,
+    };
+    if serde_json::to_writer(&mut writer, &body).is_err() {
+        tracing::warn!(max_bytes, "response over the size limit");
+        let status = match media {
+            Media::Json => StatusCode::OK,
+            Media::GraphqlResponse => StatusCode::BAD_REQUEST,
+        };
+        return refuse(
+            status,
+            ErrorCode::LimitExceeded,
+            &format!(
+                "the response would be larger than {max_bytes} bytes; ask for fewer rows or \
+                 fields"
+            ),
+            id,
+            media,
+        );
+    }
+    let mut out = (status, writer.bytes).into_response();
     out.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static(media.content_type()),
@@ -511,7 +571,12 @@ fn check_query_length(state: &Http, call: &Call, query: &str) -> Option<Response
     extensions.set("code", ErrorCode::LimitExceeded.as_str());
     error.extensions = Some(extensions);
     let response = async_graphql::Response::from_errors(vec![error]);
-    Some(graphql_response(response, call.media, &call.id))
+    Some(graphql_response(
+        response,
+        call.media,
+        &call.id,
+        state.limits.max_response_bytes,
+    ))
 }
 
 /// Runs one GraphQL request within the request timeout; a request that runs out of time is
@@ -522,7 +587,12 @@ async fn run(state: &Http, call: Call, request: async_graphql::Request) -> Respo
     }
     let request = request.data(call.access);
     match tokio::time::timeout(state.limits.request_timeout, state.gateway.execute(request)).await {
-        Ok(response) => graphql_response(response, call.media, &call.id),
+        Ok(response) => graphql_response(
+            response,
+            call.media,
+            &call.id,
+            state.limits.max_response_bytes,
+        ),
         Err(_) => {
             tracing::warn!("request timed out");
             refuse(

@@ -58,7 +58,7 @@ pub fn state_row(issue: &IssueId, project: &ProjectId) -> Key {
 }
 
 /// The record of a mutation by its caller and `clientMutationId` (see `repo::writes`): the
-/// caller (`<tenant>#<subject>`, empty without authentication) is part of the key, so one
+/// caller (`<tenant>#<sha256 of subject>`, empty without authentication) is part of the key, so one
 /// caller's id can never replay, or block, another's.
 pub fn mutation_record(caller: &str, client_mutation_id: &str) -> Key {
     let pk = if caller.is_empty() {

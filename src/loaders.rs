@@ -106,13 +106,18 @@ impl Loaders {
         DataLoader::with_cache(Loaders { repo }, tokio::spawn, HashMapCache::default())
     }
 
-    /// Runs `load` on a probe of the repo; see [`Probed`].
-    async fn probed<T, F, Fut>(&self, load: F) -> Result<Arc<Probed<T>>, RepoError>
+    /// Runs `load` on a probe of the repo (`checking`: one for project reads, see
+    /// [`Repo::checking_probe`]); see [`Probed`].
+    async fn probed<T, F, Fut>(&self, checking: bool, load: F) -> Result<Arc<Probed<T>>, RepoError>
     where
         F: FnOnce(Repo) -> Fut,
         Fut: std::future::Future<Output = Result<Option<T>, RepoError>>,
     {
-        let (probe, meter) = self.repo.probe();
+        let (probe, meter) = if checking {
+            self.repo.checking_probe()
+        } else {
+            self.repo.probe()
+        };
         let result = load(probe).await;
         // A failed probe's calls are reported at once: outages are not secret.
         let value = result.inspect_err(|_| self.repo.charge(meter.report()))?;
@@ -148,7 +153,7 @@ impl Loader<ProjectId> for Loaders {
     async fn load(&self, keys: &[ProjectId]) -> LoadResult<ProjectId, Arc<Probed<ProjectData>>> {
         let access = self.repo.access();
         let found = try_join_all(keys.iter().map(|id| {
-            self.probed(move |probe| async move {
+            self.probed(true, move |probe| async move {
                 Ok(probe
                     .project_data(id)
                     .await?
@@ -202,10 +207,11 @@ impl Loader<IssueId> for Loaders {
     type Error = Arc<RepoError>;
 
     async fn load(&self, keys: &[IssueId]) -> LoadResult<IssueId, Arc<Probed<Issue>>> {
-        let found = try_join_all(
-            keys.iter()
-                .map(|id| self.probed(move |probe| async move { probe.issue_by_id(id).await })),
-        )
+        let found = try_join_all(keys.iter().map(|id| {
+            self.probed(false, move |probe: Repo| async move {
+                probe.issue_by_id(id).await
+            })
+        }))
         .await
         .map_err(Arc::new)?;
         Ok(keys.iter().cloned().zip(found).collect())

@@ -537,7 +537,6 @@ fn naive(
         *budget = budget.checked_sub(1).ok_or(NaiveError::TooBig)?;
         match sel {
             Sel::Field {
-                name,
                 alias,
                 directive,
                 multiplier,
@@ -546,7 +545,8 @@ fn naive(
             } => {
                 totals.aliases += u64::from(*alias);
                 totals.directives += u64::from(*directive);
-                let base = u64::from(*name != "__typename");
+                // Every field costs 1, `__typename` included (it is paid per object).
+                let base = 1u64;
                 let child = if children.is_empty() {
                     Naive::default()
                 } else {

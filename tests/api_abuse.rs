@@ -576,6 +576,12 @@ async fn methods_are_refused(backend: Backend) {
             "{method}: {allow}"
         );
     }
+    // The other routes answer only GET, and refuse the rest the same way.
+    for path in ["/healthz", "/readyz", "/playground"] {
+        let reply = reply(app.client.post(app.url(path)).body("x")).await;
+        reply.refused(405, "BAD_REQUEST");
+        assert_eq!(reply.header("allow"), Some("GET, HEAD"), "{path}");
+    }
 }
 
 async fn content_types_are_refused(backend: Backend) {
@@ -661,8 +667,11 @@ async fn call_budget_fails_the_whole_request(backend: Backend) {
                 .contains("DynamoDB calls"),
             "{error}"
         );
+        // Project reads (which may be the visibility check of a row found by id) count
+        // against a second allowance of the same size, so that the budget cannot tell
+        // another tenant's row from a missing one: a request stays within twice its budget.
         let calls = reply.calls().expect("the cost of the refused request");
-        assert!(calls <= 3, "{calls} calls: {:#}", reply.body);
+        assert!(calls <= 2 * 3, "{calls} calls: {:#}", reply.body);
     }
     // A legacy client sees the same whole-request failure with 200.
     let legacy = reply(
@@ -702,6 +711,54 @@ async fn read_unit_budget_fails_the_whole_request(backend: Backend) {
     );
     let calls = reply.calls().expect("the cost of the refused request");
     assert!(calls < 3, "{calls} calls: {:#}", reply.body);
+    // Calls admitted together (four project reads issued at once) are counted as they
+    // finish: past the ceiling, the request fails all the same.
+    let concurrent = post(
+        &app,
+        r#"{ a: project(id: "project-35e9") { name } b: project(id: "project-7b7e") { name } c: issue(id: "issue-020e") { name } d: issue(id: "issue-3544") { name } }"#,
+        json!({}),
+    )
+    .await;
+    concurrent.refused(400, "LIMIT_EXCEEDED");
+}
+
+/// A repeated id in `nodes` would be loaded once and answered once per mention.
+async fn repeated_node_ids_are_refused(backend: Backend) {
+    let (app, _probe) = probed_app(backend, Settings::default()).await;
+    let reply = post(
+        &app,
+        r#"{ nodes(ids: ["issue-020e", "issue-020e"]) { id } }"#,
+        json!({}),
+    )
+    .await;
+    assert_eq!(
+        reply.body["errors"][0]["extensions"]["code"], "BAD_USER_INPUT",
+        "{:#}",
+        reply.body
+    );
+}
+
+/// A response past the size limit is refused while it is written.
+async fn responses_are_bounded(backend: Backend) {
+    let settings = Settings {
+        http: HttpLimits {
+            max_response_bytes: 300,
+            ..HttpLimits::default()
+        },
+        ..Settings::default()
+    };
+    let (app, _probe) = probed_app(backend, settings).await;
+    let small = post(&app, "{ __typename }", json!({})).await;
+    assert_eq!(small.body["data"]["__typename"], "Query");
+    let reply = post(&app, GRID, grid_variables()).await;
+    let error = reply.refused(400, "LIMIT_EXCEEDED");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("larger than 300 bytes"),
+        "{error}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1026,6 +1083,8 @@ crate::both_stores!(
     query_length_is_refused_over_get,
     call_budget_fails_the_whole_request,
     read_unit_budget_fails_the_whole_request,
+    repeated_node_ids_are_refused,
+    responses_are_bounded,
     slow_requests_time_out,
     requests_beyond_the_in_flight_limit_are_shed,
     healthy_under_attack,

@@ -25,7 +25,9 @@
 //!
 //! The cost approximates the store work and the response size of the operation:
 //!
-//! - every field costs 1, except `__typename`, which the executor answers without the store;
+//! - every field costs 1, `__typename` included: the executor answers it without the store,
+//!   but it still resolves (and the response still carries) every copy, once per object of
+//!   every list it sits in;
 //! - a field with a selection set adds its children's cost times a list multiplier:
 //!   - a connection (its type's name ends in `Connection`, like `Project.issues` or
 //!     `Tenant.projects`) multiplies by its page size: `first` or `last` (the larger if both
@@ -81,9 +83,6 @@ const CONNECTION_SUFFIX: &str = "Connection";
 
 /// The argument that makes a list field a lookup by id (`Query.nodes(ids:)`).
 const IDS_ARGUMENT: &str = "ids";
-
-/// The field every type answers without the store.
-const TYPENAME: &str = "__typename";
 
 /// The most a request may ask for, checked before the operation is validated or executed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -806,7 +805,10 @@ impl<'a> Analyzer<'a> {
                         frame.totals.aliases = frame.totals.aliases.saturating_add(1);
                     }
                     let name = field.name.node.as_str();
-                    let base = u64::from(name != TYPENAME);
+                    // `__typename` costs 1 like any field: a spread bomb of it inside a list is
+                    // paid per object, not once (a floor over the expanded field count alone
+                    // missed the list multipliers).
+                    let base = 1u64;
                     let parent = frame.ty;
                     let info = parent.and_then(|parent| types.field(parent, name));
                     let children = &field.selection_set.node;
@@ -1548,16 +1550,28 @@ mod tests {
         // Without a type condition the interface's fields apply.
         let plain = r#"{ node(id: "n") { ... { id } ... @include(if: true) { __typename } } }"#;
         let analysis = measure(plain);
-        // node 1 + id 1 + __typename 0 is 2, below the floor of 3 fields.
+        // node 1 + id 1 + __typename 1.
         assert_eq!((analysis.cost, analysis.directives), (3, 1));
     }
 
     #[test]
-    fn typename_is_free_and_unknown_fields_cost_one() {
-        // project 1 + __typename 0 + issues (1 + 20 × (nodes 1 + __typename 0)), as an Apollo
+    fn typename_costs_one_per_object_and_unknown_fields_cost_one() {
+        // project 1 + __typename 1 + issues (1 + 20 × (nodes 1 + __typename 1)), as an Apollo
         // client that adds `__typename` everywhere would send it.
         let apollo = r#"{ project(id: "p") { __typename issues { nodes { __typename } } } }"#;
-        assert_eq!(measure(apollo).cost, 22);
+        assert_eq!(measure(apollo).cost, 43);
+        // A spread bomb of `__typename` inside a page is paid per object (the review's
+        // 9,000 objects × 8,192 copies, at a smaller scale).
+        let mut bomb = String::from("fragment F0 on Issue { __typename }\n");
+        for i in 1..=8 {
+            bomb.push_str(&format!(
+                "fragment F{i} on Issue {{ ...F{} ...F{} }}\n",
+                i - 1,
+                i - 1
+            ));
+        }
+        bomb.push_str(r#"{ project(id: "p") { issues(first: 90) { nodes { ...F8 } } } }"#);
+        assert!(measure(&bomb).cost > 90 * 256, "{}", measure(&bomb).cost);
         let unknown = r#"{ project(id: "p") { nope(first: 100) { deeper { id } } } }"#;
         assert_eq!(measure(unknown).cost, 4);
         assert_eq!(measure(unknown).depth, 4);

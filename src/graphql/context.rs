@@ -214,19 +214,21 @@ impl RequestContext {
                 ));
             }
         }
-        let needed = match operation.map(|op| op.ty) {
-            Some(OperationType::Mutation) => Permission::Write,
-            _ => Permission::Read,
+        // A mutation's payload is a read (it can select the whole graph around what it wrote),
+        // so mutations need `grid:read` as well as `grid:write`.
+        let needed: &[Permission] = match operation.map(|op| op.ty) {
+            Some(OperationType::Mutation) => &[Permission::Read, Permission::Write],
+            _ => &[Permission::Read],
         };
         let access = self
             .access
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        if !access.may(needed) {
+        if let Some(missing) = needed.iter().find(|p| !access.may(**p)) {
             return Err(refusal(
                 ErrorCode::Forbidden,
-                format!("this operation needs the `{}` scope", needed.scope()),
+                format!("this operation needs the `{}` scope", missing.scope()),
             ));
         }
         Ok(())

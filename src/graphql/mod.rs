@@ -55,13 +55,23 @@ impl QueryRoot {
         Ok(load_node(ctx, id).await?)
     }
 
-    /// Fetches up to 100 objects by global id, in the order given; an entry is null when
-    /// nothing has that id.
+    /// Fetches up to 100 objects by global id (each at most once), in the order given; an entry
+    /// is null when nothing has that id.
     async fn nodes(&self, ctx: &Context<'_>, ids: Vec<ID>) -> ApiResult<Vec<Option<Node>>> {
         if ids.len() > MAX_NODES {
             return Err(ApiError::BadUserInput(format!(
                 "nodes: at most {MAX_NODES} ids per call, got {}",
                 ids.len()
+            ))
+            .into());
+        }
+        // Each id once: a repeated id is loaded once but answered once per mention, so
+        // repeats would multiply the response (up to 400 KB per issue) at no cost to price.
+        let mut seen = std::collections::HashSet::with_capacity(ids.len());
+        if let Some(repeated) = ids.iter().find(|id| !seen.insert(id.as_str())) {
+            return Err(ApiError::BadUserInput(format!(
+                "nodes: `{}` is given more than once; ask for each id once",
+                repeated.as_str()
             ))
             .into());
         }

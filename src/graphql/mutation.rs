@@ -73,6 +73,11 @@ async fn read_issue(ctx: &Context<'_>, written: Written) -> Result<model::Issue,
         .load_issue(&id, true)
         .await?
         .ok_or_else(|| vanished("issue", id.as_str()))?;
+    // A replayed result (no project fed above) may name an issue whose project was deleted
+    // since: that is "gone", not a dangling reference.
+    if project_data(ctx, &issue.project).await?.is_none() {
+        return Err(vanished("issue", id.as_str()));
+    }
     let loader = loader(ctx)?;
     loader.feed_one(id, Probed::known(issue.clone())).await;
     let key = IssueKey {

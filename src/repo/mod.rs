@@ -131,6 +131,9 @@ pub struct Repo {
     base: DynStore,
     meter: Arc<CostMeter>,
     calls: Arc<CallBudget>,
+    /// A second allowance, as large, for the project reads that decide visibility (see
+    /// [`Repo::checking_probe`]).
+    checks: Arc<CallBudget>,
     budget: ReadBudget,
     access: Access,
     cursors: Arc<CursorKeys>,
@@ -144,6 +147,7 @@ impl Repo {
             store,
             meter: CostMeter::new(),
             calls: CallBudget::unlimited(),
+            checks: CallBudget::unlimited(),
             budget: ReadBudget::new(limits),
             access: Access::Unrestricted,
             cursors: Arc::new(CursorKeys::random()),
@@ -169,6 +173,7 @@ impl Repo {
             store,
             base,
             meter,
+            checks: calls.clone_limits(),
             calls,
             budget: ReadBudget::new(limits),
             access,
@@ -184,14 +189,38 @@ impl Repo {
     /// A view of this repo whose calls are metered apart, for reads whose cost may only be
     /// reported once it is known that their result is visible to the caller: the caller then
     /// [`charge`](Repo::charge)s either the probe's cost or the price of a miss, so a cost
-    /// figure never tells another tenant's row from a missing one. The call budget is shared.
+    /// figure never tells another tenant's row from a missing one. Its calls count against the
+    /// request's budget as they are made (a lookup by id makes the same calls whether or not
+    /// it finds something); its reads only once charged, at the figure the client sees.
     pub fn probe(&self) -> (Repo, Arc<CostMeter>) {
-        let meter = CostMeter::new();
+        self.probe_within(self.calls.clone())
+    }
+
+    /// [`Repo::probe`] for project reads, which may be the check that decides whether
+    /// something found by id is visible: a call made only because something exists must not
+    /// show in the request's budget either, so these count against a second allowance of the
+    /// same size (a request's calls stay bounded by twice its budget).
+    pub fn checking_probe(&self) -> (Repo, Arc<CostMeter>) {
+        self.probe_within(self.checks.clone())
+    }
+
+    /// This repo with its calls counted against the visibility-check allowance (see
+    /// [`Repo::checking_probe`]), for the write layer's project read after a row found by id.
+    pub fn checking(&self) -> Repo {
         let store: DynStore = Arc::new(Metered::with_budget(
             self.base.clone(),
-            meter.clone(),
-            self.calls.clone(),
+            self.meter.clone(),
+            self.checks.clone(),
         ));
+        Repo {
+            store,
+            ..self.clone()
+        }
+    }
+
+    fn probe_within(&self, calls: Arc<CallBudget>) -> (Repo, Arc<CostMeter>) {
+        let meter = CostMeter::new();
+        let store: DynStore = Arc::new(Metered::for_probe(self.base.clone(), meter.clone(), calls));
         let repo = Repo {
             store,
             meter: meter.clone(),
@@ -200,9 +229,15 @@ impl Repo {
         (repo, meter)
     }
 
-    /// Adds a probe's cost to the request's.
+    /// Adds a probe's cost to the request's, and its reads to the request's budget.
     pub fn charge(&self, cost: CostReport) {
         self.meter.charge(cost);
+        self.calls.spend(cost.read_capacity_units);
+    }
+
+    /// The request's call budget (the write layer rewinds it with the meter).
+    pub fn call_budget(&self) -> &Arc<CallBudget> {
+        &self.calls
     }
 
     /// The request's meter (the write layer prices `NOT_FOUND` with it).

@@ -99,9 +99,29 @@ impl CallBudget {
         })
     }
 
+    /// A fresh budget with the same ceilings.
+    pub fn clone_limits(&self) -> Arc<Self> {
+        CallBudget::new(self.max_calls, self.max_read_units)
+    }
+
     /// No ceiling (tools, tests of other things).
     pub fn unlimited() -> Arc<Self> {
         CallBudget::new(u64::MAX, f64::INFINITY)
+    }
+
+    /// What has been spent: calls and read units.
+    pub fn spent(&self) -> (u64, f64) {
+        let reads = *self.read_units.lock().unwrap_or_else(|e| e.into_inner());
+        (self.calls.load(Ordering::Relaxed), reads)
+    }
+
+    /// Sets the spending back to `spent` plus `extra` (see [`CostMeter::rewind`]: a mutation
+    /// that ends in `NOT_FOUND` spends its fixed price, whatever it read).
+    pub fn rewind(&self, spent: (u64, f64), extra: CostReport) {
+        let mut reads = self.read_units.lock().unwrap_or_else(|e| e.into_inner());
+        self.calls
+            .store(spent.0 + extra.dynamodb_calls, Ordering::Relaxed);
+        *reads = spent.1 + extra.read_capacity_units;
     }
 
     /// Whether a call was refused for want of budget.
@@ -119,8 +139,15 @@ impl CallBudget {
         Ok(())
     }
 
-    fn spend(&self, consumed: Capacity) {
-        *self.read_units.lock().unwrap_or_else(|e| e.into_inner()) += consumed.read_units;
+    /// Counts what a call read. Calls run concurrently are admitted before any of them is
+    /// counted, so the total can pass the ceiling; when it does, the request has exceeded
+    /// its budget all the same (and is answered `LIMIT_EXCEEDED`), however its calls overlapped.
+    pub fn spend(&self, read_units: f64) {
+        let mut total = self.read_units.lock().unwrap_or_else(|e| e.into_inner());
+        *total += read_units;
+        if *total > self.max_read_units {
+            self.exceeded.store(true, Ordering::Relaxed);
+        }
     }
 }
 
@@ -130,6 +157,9 @@ pub struct Metered {
     inner: DynStore,
     meter: Arc<CostMeter>,
     budget: Arc<CallBudget>,
+    /// Whether the reads of calls count against the budget as they happen; a probe's count
+    /// only once charged (see `Repo::charge`), at the figure the client is shown.
+    spend_reads: bool,
 }
 
 impl Metered {
@@ -142,6 +172,15 @@ impl Metered {
             inner,
             meter,
             budget,
+            spend_reads: true,
+        }
+    }
+
+    /// A probe's view: calls are admitted within `budget`, reads are left for the charge.
+    pub fn for_probe(inner: DynStore, meter: Arc<CostMeter>, budget: Arc<CallBudget>) -> Self {
+        Metered {
+            spend_reads: false,
+            ..Metered::with_budget(inner, meter, budget)
         }
     }
 
@@ -156,7 +195,9 @@ impl Metered {
         match &result {
             Ok(out) => {
                 let consumed = consumed(out);
-                self.budget.spend(consumed);
+                if self.spend_reads {
+                    self.budget.spend(consumed.read_units);
+                }
                 self.meter.record(consumed);
             }
             // A failed call still costs a round trip.

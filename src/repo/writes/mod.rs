@@ -673,6 +673,17 @@ impl Writes {
         }
     }
 
+    /// [`Writes::live_project`] as the check that decides whether a row found by id is the
+    /// caller's: a read made only because the row exists, so it counts against the request's
+    /// check allowance rather than its budget (see `Repo::checking`).
+    async fn visible_project(&self, id: &ProjectId) -> Result<ProjectData, WriteError> {
+        let checking = Writes {
+            repo: self.repo.checking(),
+            ..self.clone()
+        };
+        checking.live_project(id).await
+    }
+
     async fn live_field(&self, id: &FieldId) -> Result<(ProjectData, CustomField), WriteError> {
         let missing = || WriteError::NotFound(format!("custom field {id} does not exist"));
         let lookup = self.store().get_consistent(&keys::field_lookup(id)).await?;
@@ -681,7 +692,7 @@ impl Writes {
             None => return Err(missing()),
         };
         let data = self
-            .live_project(&project)
+            .visible_project(&project)
             .await
             .map_err(|e| only_not_found(e, missing))?;
         let field = data.field(id).cloned().ok_or_else(missing)?;
@@ -701,7 +712,7 @@ impl Writes {
             .await?
             .ok_or_else(missing)?;
         let data = self
-            .live_project(&issue.project)
+            .visible_project(&issue.project)
             .await
             .map_err(|e| only_not_found(e, missing))?;
         Ok((data, issue, rows))
