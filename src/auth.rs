@@ -322,6 +322,8 @@ impl Authenticator {
         validation.set_required_spec_claims(&required);
         // Tokens are short-lived; a small leeway absorbs clock skew between issuer and server.
         validation.leeway = 30;
+        // A token not valid yet (`nbf` in the future) is refused like an expired one.
+        validation.validate_nbf = true;
         match &args.jwt_issuer {
             Some(issuer) => validation.set_issuer(&[issuer]),
             None => validation.iss = None,
