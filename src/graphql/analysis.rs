@@ -493,8 +493,9 @@ pub fn analyze(
 }
 
 /// The operation a request runs, chosen the way async-graphql chooses it, so the analysis
-/// measures the operation that will execute.
-fn select_operation<'a>(
+/// measures (and the scope check and GET's mutation check judge) the operation that will
+/// execute.
+pub fn select_operation<'a>(
     doc: &'a ExecutableDocument,
     operation_name: Option<&str>,
 ) -> Result<&'a OperationDefinition, Refusal> {

@@ -158,23 +158,6 @@ struct RequestContext {
     access: Mutex<Access>,
 }
 
-/// `error` with `extensions.code` set to `code`.
-fn with_code(mut error: ServerError, code: ErrorCode) -> ServerError {
-    let mut extensions = error.extensions.take().unwrap_or_default();
-    extensions.set("code", code.as_str());
-    error.extensions = Some(extensions);
-    error
-}
-
-/// A request-level refusal (no `data`), with its code.
-fn refusal(code: ErrorCode, message: impl Into<String>) -> ServerError {
-    let mut error = ServerError::new(message, None);
-    let mut extensions = async_graphql::ErrorExtensionValues::default();
-    extensions.set("code", code.as_str());
-    error.extensions = Some(extensions);
-    error
-}
-
 impl RequestContext {
     /// Prices and bounds the parsed document before it is validated or run, and checks the
     /// caller may run its kind of operation.
@@ -202,16 +185,13 @@ impl RequestContext {
                 | Refusal::TooManyDirectives { .. } => ErrorCode::LimitExceeded,
                 _ => ErrorCode::GraphqlValidationFailed,
             };
-            refusal(code, r.to_string())
+            code.error(r.to_string())
         })?;
-        let operation = selected_operation(doc, operation_name.as_deref());
+        let operation = analysis::select_operation(doc, operation_name.as_deref()).ok();
         if let Some(operation) = operation {
             check_variables(operation, variables)?;
             if !self.shared.options.introspection && introspects(doc, operation) {
-                return Err(refusal(
-                    ErrorCode::Forbidden,
-                    "introspection is disabled on this server",
-                ));
+                return Err(ErrorCode::Forbidden.error("introspection is disabled on this server"));
             }
         }
         // A mutation's payload is a read (it can select the whole graph around what it wrote),
@@ -226,29 +206,12 @@ impl RequestContext {
             .unwrap_or_else(|e| e.into_inner())
             .clone();
         if let Some(missing) = needed.iter().find(|p| !access.may(**p)) {
-            return Err(refusal(
-                ErrorCode::Forbidden,
-                format!("this operation needs the `{}` scope", missing.scope()),
-            ));
+            return Err(ErrorCode::Forbidden.error(format!(
+                "this operation needs the `{}` scope",
+                missing.scope()
+            )));
         }
         Ok(())
-    }
-}
-
-/// The operation a request runs (`None` when the name matches none; validation reports that).
-fn selected_operation<'d>(
-    doc: &'d ExecutableDocument,
-    name: Option<&str>,
-) -> Option<&'d OperationDefinition> {
-    use async_graphql::parser::types::DocumentOperations;
-    match (&doc.operations, name) {
-        (DocumentOperations::Single(op), _) => Some(&op.node),
-        (DocumentOperations::Multiple(ops), Some(name)) => ops.get(name).map(|op| &op.node),
-        (DocumentOperations::Multiple(ops), None) => ops
-            .values()
-            .next()
-            .filter(|_| ops.len() == 1)
-            .map(|op| &op.node),
     }
 }
 
@@ -295,13 +258,10 @@ fn check_variables(operation: &OperationDefinition, variables: &Variables) -> Se
             .get(definition.name.node.as_str())
             .is_some_and(|v| *v != Value::Null);
         if required && !given {
-            return Err(refusal(
-                ErrorCode::BadUserInput,
-                format!(
-                    "variable `${}` of type `{}` is required but was not provided",
-                    definition.name.node, ty
-                ),
-            ));
+            return Err(ErrorCode::BadUserInput.error(format!(
+                "variable `${}` of type `{}` is required but was not provided",
+                definition.name.node, ty
+            )));
         }
     }
     Ok(())
@@ -321,7 +281,7 @@ impl Extension for RequestContext {
         let options = &shared.options;
         // Hostile documents are refused by size before anything parses them.
         analysis::count_tokens(&request.query, options.query_limits.max_tokens)
-            .map_err(|r| refusal(ErrorCode::LimitExceeded, r.to_string()))?;
+            .map_err(|r| ErrorCode::LimitExceeded.error(r.to_string()))?;
         let access = request
             .data
             .get(&std::any::TypeId::of::<Access>())
@@ -352,7 +312,7 @@ impl Extension for RequestContext {
         let variables = std::mem::take(&mut request.variables);
         let admitted = match request.parsed_query() {
             Ok(doc) => self.admit(doc, &variables),
-            Err(e) => Err(with_code(e, ErrorCode::GraphqlParseFailed)),
+            Err(e) => Err(ErrorCode::GraphqlParseFailed.tag(e)),
         };
         request.variables = variables;
         admitted?;
@@ -378,7 +338,7 @@ impl Extension for RequestContext {
             } else {
                 ErrorCode::GraphqlParseFailed
             };
-            with_code(e, code)
+            code.tag(e)
         })
     }
 
@@ -390,14 +350,11 @@ impl Extension for RequestContext {
             // The request stops as a whole: a partial answer would bill the caller for work
             // it did not get and invite retrying the same expensive request.
             response.data = Value::Null;
-            response.errors = vec![refusal(
-                ErrorCode::LimitExceeded,
-                format!(
-                    "the request needs more than {} DynamoDB calls or {} read capacity units; \
+            response.errors = vec![ErrorCode::LimitExceeded.error(format!(
+                "the request needs more than {} DynamoDB calls or {} read capacity units; \
                      ask for fewer or smaller pages",
-                    self.shared.options.max_calls, self.shared.options.max_read_units
-                ),
-            )];
+                self.shared.options.max_calls, self.shared.options.max_read_units
+            ))];
         }
         let query = self.query.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some((query, operation_name)) = query {
@@ -454,7 +411,5 @@ fn ensure_code(error: &mut ServerError) {
         error.message = "internal error".into();
         ErrorCode::InternalServerError
     };
-    let mut extensions = error.extensions.take().unwrap_or_default();
-    extensions.set("code", code.as_str());
-    error.extensions = Some(extensions);
+    code.set_on(error);
 }

@@ -44,6 +44,24 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
+    /// A request-level error (no path) with this code.
+    pub fn error(self, message: impl Into<String>) -> async_graphql::ServerError {
+        self.tag(async_graphql::ServerError::new(message, None))
+    }
+
+    /// `error` with this code in `extensions.code`.
+    pub fn tag(self, mut error: async_graphql::ServerError) -> async_graphql::ServerError {
+        self.set_on(&mut error);
+        error
+    }
+
+    /// Puts this code in `error`'s `extensions.code`.
+    pub fn set_on(self, error: &mut async_graphql::ServerError) {
+        let mut extensions = error.extensions.take().unwrap_or_default();
+        extensions.set("code", self.as_str());
+        error.extensions = Some(extensions);
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorCode::BadUserInput => "BAD_USER_INPUT",

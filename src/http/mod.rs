@@ -7,8 +7,6 @@
 //! Each GraphQL request is run by [`Gateway::execute`], whose schema extension does the
 //! per-request wiring; this module only decides who the caller is and what goes on the wire.
 
-use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,8 +22,15 @@ use tokio::sync::Semaphore;
 use tower_http::cors::{Any, CorsLayer};
 
 use crate::auth::{Access, Authenticator};
+use crate::graphql::analysis::select_operation;
 use crate::graphql::error::ErrorCode;
 use crate::graphql::Gateway;
+
+mod server;
+mod wire;
+
+pub use server::serve;
+use wire::{graphql_response, media_of, negotiate, refuse, Media};
 
 /// The media type of GraphQL-over-HTTP responses.
 pub const GRAPHQL_RESPONSE_JSON: &str = "application/graphql-response+json";
@@ -258,37 +263,7 @@ fn request_id_of(request: &Request) -> RequestId {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Responses.
-
-/// A refusal as GraphQL-over-HTTP clients expect it: `{"errors": [...]}` with a code and the
-/// request id, in the media type the client accepts (see [`media_of`]).
-fn refuse(
-    status: StatusCode,
-    code: ErrorCode,
-    message: &str,
-    id: &RequestId,
-    media: Media,
-) -> Response {
-    let body = serde_json::json!({
-        "errors": [{
-            "message": message,
-            "extensions": { "code": code.as_str(), "requestId": &*id.0 }
-        }]
-    });
-    let mut response = (status, axum::Json(body)).into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(media.content_type()),
-    );
-    response
-}
-
-/// The media type of a refusal written before (or instead of) negotiation proper: the one
-/// the client prefers, or `application/json` when it accepts neither (what a 406 is written
-/// in, too).
-fn media_of(headers: &HeaderMap) -> Media {
-    negotiate(headers).unwrap_or(Media::Json)
-}
+// Refusals of routes and methods.
 
 async fn method_not_allowed(request: Request) -> Response {
     wrong_method(
@@ -327,186 +302,6 @@ async fn not_found(request: Request) -> Response {
         &id,
         media_of(request.headers()),
     )
-}
-
-/// Which media type the response is written in, from the request's `Accept`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Media {
-    /// `application/graphql-response+json`: request errors get 4xx.
-    GraphqlResponse,
-    /// `application/json`: well-formed GraphQL requests get 200 whatever their errors, as
-    /// the spec asks for legacy clients.
-    Json,
-}
-
-impl Media {
-    fn content_type(self) -> &'static str {
-        match self {
-            Media::GraphqlResponse => "application/graphql-response+json; charset=utf-8",
-            Media::Json => "application/json; charset=utf-8",
-        }
-    }
-}
-
-/// Content negotiation per GraphQL over HTTP: the preferred of the two media types the
-/// client accepts. Each type takes the quality of the most specific range that matches it
-/// (RFC 9110: `application/json;q=0, */*` accepts only `graphql-response+json`); the higher
-/// quality wins, then the more specific match, then `graphql-response+json` when both are
-/// named. No `Accept`, or only wildcards, means `application/json`. `None` when the client
-/// accepts neither (406).
-fn negotiate(headers: &HeaderMap) -> Option<Media> {
-    let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
-        return Some(Media::Json);
-    };
-    // (quality, specificity) of each media type: 2 named, 1 `application/*`, 0 `*/*`.
-    let mut graphql: Option<(f32, u8)> = None;
-    let mut json: Option<(f32, u8)> = None;
-    for range in accept.split(',') {
-        let mut parts = range.split(';');
-        let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
-        let q = parts
-            .filter_map(|p| p.trim().strip_prefix("q="))
-            .find_map(|q| q.trim().parse::<f32>().ok())
-            .unwrap_or(1.0);
-        let (graphql_match, json_match) = match media.as_str() {
-            GRAPHQL_RESPONSE_JSON => (Some(2), None),
-            APPLICATION_JSON => (None, Some(2)),
-            "application/*" => (Some(1), Some(1)),
-            "*/*" => (Some(0), Some(0)),
-            _ => (None, None),
-        };
-        for (slot, specificity) in [(&mut graphql, graphql_match), (&mut json, json_match)] {
-            if let Some(specificity) = specificity {
-                if slot.is_none_or(|(_, s)| specificity > s) {
-                    *slot = Some((q, specificity));
-                }
-            }
-        }
-    }
-    let graphql = graphql.filter(|(q, _)| *q > 0.0);
-    let json = json.filter(|(q, _)| *q > 0.0);
-    match (graphql, json) {
-        (None, None) => None,
-        (Some(_), None) => Some(Media::GraphqlResponse),
-        (None, Some(_)) => Some(Media::Json),
-        (Some((gq, gs)), Some((jq, js))) => {
-            let graphql_wins = gq > jq || (gq == jq && (gs > js || (gs == js && gs == 2)));
-            Some(if graphql_wins {
-                Media::GraphqlResponse
-            } else {
-                Media::Json
-            })
-        }
-    }
-}
-
-/// Whether a response is a request error: nothing ran (parse, validation, variables, limits,
-/// scope), so it has no `data` and only errors without a path.
-fn is_request_error(response: &async_graphql::Response) -> bool {
-    !response.errors.is_empty()
-        && response.data == async_graphql::Value::Null
-        && response.errors.iter().all(|e| e.path.is_empty())
-}
-
-fn error_code(error: &async_graphql::ServerError) -> Option<String> {
-    let extensions = error.extensions.as_ref()?;
-    match extensions.get("code")? {
-        async_graphql::Value::String(code) => Some(code.clone()),
-        _ => None,
-    }
-}
-
-/// A buffer that refuses to grow past `max` bytes (serialization stops at the first write
-/// past it).
-struct LimitedWriter {
-    bytes: Vec<u8>,
-    max: usize,
-}
-
-impl std::io::Write for LimitedWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if self.bytes.len() + buf.len() > self.max {
-            return Err(std::io::Error::other("response too large"));
-        }
-        self.bytes.extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// Writes a GraphQL response: the request id on every error, `data` left out of request
-/// errors, and the status the media type calls for.
-fn graphql_response(
-    mut response: async_graphql::Response,
-    media: Media,
-    id: &RequestId,
-    max_bytes: usize,
-) -> Response {
-    for error in &mut response.errors {
-        let mut extensions = error.extensions.take().unwrap_or_default();
-        extensions.set("requestId", &*id.0);
-        error.extensions = Some(extensions);
-    }
-    let request_error = is_request_error(&response);
-    let status = if request_error {
-        let code = response.errors.first().and_then(error_code);
-        match code.as_deref() {
-            Some("FORBIDDEN") => StatusCode::FORBIDDEN,
-            Some("UNAUTHENTICATED") => StatusCode::UNAUTHORIZED,
-            Some("TIMEOUT") => StatusCode::GATEWAY_TIMEOUT,
-            _ if media == Media::Json => StatusCode::OK,
-            _ => StatusCode::BAD_REQUEST,
-        }
-    } else {
-        StatusCode::OK
-    };
-    let body = WireBody {
-        data: (!request_error).then_some(&response.data),
-        errors: &response.errors,
-        extensions: &response.extensions,
-    };
-    let mut writer = LimitedWriter {
-        bytes: Vec::new(),
-        max: max_bytes,
-    };
-    if serde_json::to_writer(&mut writer, &body).is_err() {
-        tracing::warn!(max_bytes, "response over the size limit");
-        let status = match media {
-            Media::Json => StatusCode::OK,
-            Media::GraphqlResponse => StatusCode::BAD_REQUEST,
-        };
-        return refuse(
-            status,
-            ErrorCode::LimitExceeded,
-            &format!(
-                "the response would be larger than {max_bytes} bytes; ask for fewer rows or \
-                 fields"
-            ),
-            id,
-            media,
-        );
-    }
-    let mut out = (status, writer.bytes).into_response();
-    out.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(media.content_type()),
-    );
-    out
-}
-
-/// A response body, serialized field by field so objects keep their order (selection order
-/// for `data`; `data`, `errors`, `extensions` at the top).
-#[derive(serde::Serialize)]
-struct WireBody<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    data: Option<&'a async_graphql::Value>,
-    #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    errors: &'a [async_graphql::ServerError],
-    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    extensions: &'a std::collections::BTreeMap<String, async_graphql::Value>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -560,16 +355,10 @@ fn check_query_length(state: &Http, call: &Call, query: &str) -> Option<Response
     if query.len() <= state.limits.max_query_bytes {
         return None;
     }
-    let mut error = async_graphql::ServerError::new(
-        format!(
-            "the query document is longer than {} bytes",
-            state.limits.max_query_bytes
-        ),
-        None,
-    );
-    let mut extensions = async_graphql::ErrorExtensionValues::default();
-    extensions.set("code", ErrorCode::LimitExceeded.as_str());
-    error.extensions = Some(extensions);
+    let error = ErrorCode::LimitExceeded.error(format!(
+        "the query document is longer than {} bytes",
+        state.limits.max_query_bytes
+    ));
     let response = async_graphql::Response::from_errors(vec![error]);
     Some(graphql_response(
         response,
@@ -802,7 +591,7 @@ async fn graphql_get(
             graphql = graphql.variables(async_graphql::Variables::from_json(value));
         }
     }
-    if is_mutation(&graphql) {
+    if is_mutation(&mut graphql) {
         let mut response = refuse(
             StatusCode::METHOD_NOT_ALLOWED,
             ErrorCode::BadRequest,
@@ -819,23 +608,15 @@ async fn graphql_get(
 }
 
 /// Whether a GET request asks for a mutation (the operation it names, or its only one),
-/// which GET must never run: a link or a prefetch would change data. Documents that do not
-/// parse are left to the executor to report.
-fn is_mutation(request: &async_graphql::Request) -> bool {
-    use async_graphql::parser::types::{DocumentOperations, OperationType};
-    let Ok(doc) = async_graphql::parser::parse_query(&request.query) else {
-        return false;
-    };
-    let ty = match (&doc.operations, request.operation_name.as_deref()) {
-        (DocumentOperations::Single(op), _) => Some(op.node.ty),
-        (DocumentOperations::Multiple(ops), Some(name)) => ops.get(name).map(|op| op.node.ty),
-        (DocumentOperations::Multiple(ops), None) => ops
-            .values()
-            .next()
-            .filter(|_| ops.len() == 1)
-            .map(|op| op.node.ty),
-    };
-    ty == Some(OperationType::Mutation)
+/// which GET must never run: a link or a prefetch would change data. The document is parsed
+/// once, here, and kept in the request for execution; documents that do not parse are left to
+/// the executor to report.
+fn is_mutation(request: &mut async_graphql::Request) -> bool {
+    use async_graphql::parser::types::OperationType;
+    let name = request.operation_name.clone();
+    request.parsed_query().is_ok_and(|doc| {
+        select_operation(doc, name.as_deref()).is_ok_and(|op| op.ty == OperationType::Mutation)
+    })
 }
 
 async fn playground() -> Html<String> {
@@ -882,100 +663,4 @@ fn not_ready() -> Response {
         axum::Json(serde_json::json!({ "status": "store unavailable" })),
     )
         .into_response()
-}
-
-// ---------------------------------------------------------------------------------------------
-// The server loop.
-
-/// Serves `router` on `listener` until `shutdown` completes: every connection gets a header
-/// read timeout (a client that connects and sends nothing, or trickles headers, is dropped);
-/// on shutdown the listener closes, connections finish their requests in flight, and after
-/// `shutdown_grace` whatever is still running is cancelled.
-///
-/// hyper's own `header_read_timeout` only starts once a connection is known to be HTTP/1:
-/// the automatic HTTP/1-or-2 detection before it waits for bytes without a deadline, and
-/// HTTP/2 has no such timeout. So each connection must also deliver its first request's head
-/// within `header_read_timeout` of being accepted, whatever its protocol, or it is closed.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    router: Router,
-    limits: &HttpLimits,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-    use hyper_util::server::conn::auto::Builder;
-    use hyper_util::service::TowerToHyperService;
-    use tower::ServiceExt;
-
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let mut builder = Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_read_timeout)
-        .max_headers(limits.max_headers * 2);
-    builder
-        .http2()
-        .timer(TokioTimer::new())
-        .keep_alive_interval(Some(Duration::from_secs(20)))
-        .max_header_list_size((limits.max_header_bytes * 2) as u32);
-    let first_request_timeout = limits.header_read_timeout;
-    tokio::pin!(shutdown);
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                let stream = match accepted {
-                    Ok((stream, _)) => stream,
-                    Err(e) => {
-                        // Out of file descriptors, say: back off briefly instead of spinning.
-                        tracing::warn!(error = %e, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                let _ = stream.set_nodelay(true);
-                let requested = Arc::new(AtomicBool::new(false));
-                let seen = requested.clone();
-                let service = TowerToHyperService::new(router.clone().map_request(
-                    move |r: axum::http::Request<hyper::body::Incoming>| {
-                        seen.store(true, Ordering::Relaxed);
-                        r.map(Body::new)
-                    },
-                ));
-                let connection = builder
-                    .serve_connection_with_upgrades(TokioIo::new(stream), service)
-                    .into_owned();
-                let connection = graceful.watch(connection);
-                tokio::spawn(async move {
-                    tokio::pin!(connection);
-                    let result =
-                        match tokio::time::timeout(first_request_timeout, &mut connection).await {
-                            Ok(result) => result,
-                            Err(_) if !requested.load(Ordering::Relaxed) => {
-                                // Dropping the connection closes the socket.
-                                tracing::debug!("no request head in time: connection closed");
-                                return;
-                            }
-                            Err(_) => connection.await,
-                        };
-                    if let Err(e) = result {
-                        tracing::debug!(error = %e, "connection ended with an error");
-                    }
-                });
-            }
-            () = &mut shutdown => break,
-        }
-    }
-    drop(listener);
-    tracing::info!(
-        grace_ms = limits.shutdown_grace.as_millis() as u64,
-        "draining connections"
-    );
-    if tokio::time::timeout(limits.shutdown_grace, graceful.shutdown())
-        .await
-        .is_err()
-    {
-        tracing::warn!("grace period over: cancelling requests still in flight");
-    }
-    Ok(())
 }

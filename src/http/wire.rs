@@ -1,0 +1,219 @@
+//! The wire format of `/graphql` answers: content negotiation between
+//! `application/graphql-response+json` and `application/json`, the status codes each calls
+//! for, and writing responses and refusals (with the request id, within the size limit).
+
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+use super::{RequestId, APPLICATION_JSON, GRAPHQL_RESPONSE_JSON};
+use crate::graphql::error::ErrorCode;
+
+/// A refusal as GraphQL-over-HTTP clients expect it: `{"errors": [...]}` with a code and the
+/// request id, in the media type the client accepts (see [`media_of`]).
+pub(super) fn refuse(
+    status: StatusCode,
+    code: ErrorCode,
+    message: &str,
+    id: &RequestId,
+    media: Media,
+) -> Response {
+    let body = serde_json::json!({
+        "errors": [{
+            "message": message,
+            "extensions": { "code": code.as_str(), "requestId": &*id.0 }
+        }]
+    });
+    let mut response = (status, axum::Json(body)).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(media.content_type()),
+    );
+    response
+}
+
+/// The media type of a refusal written before (or instead of) negotiation proper: the one
+/// the client prefers, or `application/json` when it accepts neither (what a 406 is written
+/// in, too).
+pub(super) fn media_of(headers: &HeaderMap) -> Media {
+    negotiate(headers).unwrap_or(Media::Json)
+}
+
+/// Which media type the response is written in, from the request's `Accept`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Media {
+    /// `application/graphql-response+json`: request errors get 4xx.
+    GraphqlResponse,
+    /// `application/json`: well-formed GraphQL requests get 200 whatever their errors, as
+    /// the spec asks for legacy clients.
+    Json,
+}
+
+impl Media {
+    fn content_type(self) -> &'static str {
+        match self {
+            Media::GraphqlResponse => "application/graphql-response+json; charset=utf-8",
+            Media::Json => "application/json; charset=utf-8",
+        }
+    }
+}
+
+/// Content negotiation per GraphQL over HTTP: the preferred of the two media types the
+/// client accepts. Each type takes the quality of the most specific range that matches it
+/// (RFC 9110: `application/json;q=0, */*` accepts only `graphql-response+json`); the higher
+/// quality wins, then the more specific match, then `graphql-response+json` when both are
+/// named. No `Accept`, or only wildcards, means `application/json`. `None` when the client
+/// accepts neither (406).
+pub(super) fn negotiate(headers: &HeaderMap) -> Option<Media> {
+    let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
+        return Some(Media::Json);
+    };
+    // (quality, specificity) of each media type: 2 named, 1 `application/*`, 0 `*/*`.
+    let mut graphql: Option<(f32, u8)> = None;
+    let mut json: Option<(f32, u8)> = None;
+    for range in accept.split(',') {
+        let mut parts = range.split(';');
+        let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+        let q = parts
+            .filter_map(|p| p.trim().strip_prefix("q="))
+            .find_map(|q| q.trim().parse::<f32>().ok())
+            .unwrap_or(1.0);
+        let (graphql_match, json_match) = match media.as_str() {
+            GRAPHQL_RESPONSE_JSON => (Some(2), None),
+            APPLICATION_JSON => (None, Some(2)),
+            "application/*" => (Some(1), Some(1)),
+            "*/*" => (Some(0), Some(0)),
+            _ => (None, None),
+        };
+        for (slot, specificity) in [(&mut graphql, graphql_match), (&mut json, json_match)] {
+            if let Some(specificity) = specificity {
+                if slot.is_none_or(|(_, s)| specificity > s) {
+                    *slot = Some((q, specificity));
+                }
+            }
+        }
+    }
+    let graphql = graphql.filter(|(q, _)| *q > 0.0);
+    let json = json.filter(|(q, _)| *q > 0.0);
+    match (graphql, json) {
+        (None, None) => None,
+        (Some(_), None) => Some(Media::GraphqlResponse),
+        (None, Some(_)) => Some(Media::Json),
+        (Some((gq, gs)), Some((jq, js))) => {
+            let graphql_wins = gq > jq || (gq == jq && (gs > js || (gs == js && gs == 2)));
+            Some(if graphql_wins {
+                Media::GraphqlResponse
+            } else {
+                Media::Json
+            })
+        }
+    }
+}
+
+/// Whether a response is a request error: nothing ran (parse, validation, variables, limits,
+/// scope), so it has no `data` and only errors without a path.
+fn is_request_error(response: &async_graphql::Response) -> bool {
+    !response.errors.is_empty()
+        && response.data == async_graphql::Value::Null
+        && response.errors.iter().all(|e| e.path.is_empty())
+}
+
+fn error_code(error: &async_graphql::ServerError) -> Option<String> {
+    let extensions = error.extensions.as_ref()?;
+    match extensions.get("code")? {
+        async_graphql::Value::String(code) => Some(code.clone()),
+        _ => None,
+    }
+}
+
+/// A buffer that refuses to grow past `max` bytes (serialization stops at the first write
+/// past it).
+struct LimitedWriter {
+    bytes: Vec<u8>,
+    max: usize,
+}
+
+impl std::io::Write for LimitedWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.bytes.len() + buf.len() > self.max {
+            return Err(std::io::Error::other("response too large"));
+        }
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Writes a GraphQL response: the request id on every error, `data` left out of request
+/// errors, and the status the media type calls for.
+pub(super) fn graphql_response(
+    mut response: async_graphql::Response,
+    media: Media,
+    id: &RequestId,
+    max_bytes: usize,
+) -> Response {
+    for error in &mut response.errors {
+        let mut extensions = error.extensions.take().unwrap_or_default();
+        extensions.set("requestId", &*id.0);
+        error.extensions = Some(extensions);
+    }
+    let request_error = is_request_error(&response);
+    let status = if request_error {
+        let code = response.errors.first().and_then(error_code);
+        match code.as_deref() {
+            Some("FORBIDDEN") => StatusCode::FORBIDDEN,
+            Some("UNAUTHENTICATED") => StatusCode::UNAUTHORIZED,
+            Some("TIMEOUT") => StatusCode::GATEWAY_TIMEOUT,
+            _ if media == Media::Json => StatusCode::OK,
+            _ => StatusCode::BAD_REQUEST,
+        }
+    } else {
+        StatusCode::OK
+    };
+    let body = WireBody {
+        data: (!request_error).then_some(&response.data),
+        errors: &response.errors,
+        extensions: &response.extensions,
+    };
+    let mut writer = LimitedWriter {
+        bytes: Vec::new(),
+        max: max_bytes,
+    };
+    if serde_json::to_writer(&mut writer, &body).is_err() {
+        tracing::warn!(max_bytes, "response over the size limit");
+        let status = match media {
+            Media::Json => StatusCode::OK,
+            Media::GraphqlResponse => StatusCode::BAD_REQUEST,
+        };
+        return refuse(
+            status,
+            ErrorCode::LimitExceeded,
+            &format!(
+                "the response would be larger than {max_bytes} bytes; ask for fewer rows or \
+                 fields"
+            ),
+            id,
+            media,
+        );
+    }
+    let mut out = (status, writer.bytes).into_response();
+    out.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(media.content_type()),
+    );
+    out
+}
+
+/// A response body, serialized field by field so objects keep their order (selection order
+/// for `data`; `data`, `errors`, `extensions` at the top).
+#[derive(serde::Serialize)]
+struct WireBody<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<&'a async_graphql::Value>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    errors: &'a [async_graphql::ServerError],
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    extensions: &'a std::collections::BTreeMap<String, async_graphql::Value>,
+}
