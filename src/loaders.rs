@@ -13,23 +13,23 @@
 //! figures) tells another tenant's row from one that does not exist.
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::task::Poll;
+use std::time::Duration;
 
 use async_graphql::dataloader::{DataLoader, HashMapCache, Loader};
-use futures::future::try_join_all;
+use futures::future::{try_join_all, BoxFuture};
+use futures::stream::{FuturesUnordered, StreamExt};
+use futures::task::AtomicWaker;
 
 use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::model::{Issue, ProjectData, Tenant};
+pub use crate::repo::MISS;
 use crate::repo::{IssueKey, Repo, RepoError};
 use crate::store::CostReport;
-
-/// What an eventually consistent read that finds nothing costs: one call, one read unit.
-pub const MISS: CostReport = CostReport {
-    dynamodb_calls: 1,
-    read_capacity_units: 0.5,
-    write_capacity_units: 0.0,
-};
 
 /// The result of a load by id and what it cost, charged to the request at most once as
 /// found and at most once as missed (see the module docs).
@@ -101,9 +101,18 @@ pub struct Loaders {
 pub type RequestLoader = DataLoader<Loaders, HashMapCache>;
 
 impl Loaders {
-    /// A caching data loader for one request.
-    pub fn for_request(repo: Repo) -> RequestLoader {
-        DataLoader::with_cache(Loaders { repo }, tokio::spawn, HashMapCache::default())
+    /// A caching data loader for one request, whose batches run in `batches` (which must
+    /// [`drive`](Batches::drive) the request's execution).
+    pub fn for_request(repo: Repo, batches: &Batches) -> RequestLoader {
+        let batches = batches.clone();
+        DataLoader::with_cache(
+            Loaders { repo },
+            move |batch| batches.push(batch),
+            HashMapCache::default(),
+        )
+        // No timer: a batch starts once every resolver that was ready has asked for its keys
+        // (see `Batches`), so it never waits idle and still collects the whole round.
+        .delay(Duration::ZERO)
     }
 
     /// Runs `load` on a probe of the repo (`checking`: one for project reads, see
@@ -125,6 +134,61 @@ impl Loaders {
     }
 }
 
+/// The request's loader batches, run inside the request's own task rather than spawned.
+///
+/// A DataLoader gathers the keys asked for until its batch starts. Started by a timer (the
+/// default: 1 ms after the first key), every round of loads waits idle for the timer; started
+/// at once on another thread, it may leave before sibling resolvers ask for their keys.
+/// Here a batch is queued when its first key is asked for and started by [`Batches::drive`]
+/// only after the request's execution has been polled: by then every resolver that could
+/// run has run up to its load, so a round's keys are in one batch (the call budgets the tests
+/// assert depend on it) and the batch starts in the same turn, without waiting.
+#[derive(Clone, Default)]
+pub struct Batches(Arc<BatchQueue>);
+
+#[derive(Default)]
+struct BatchQueue {
+    queued: Mutex<Vec<BoxFuture<'static, ()>>>,
+    /// Wakes the driving task when a batch is queued from elsewhere.
+    waker: AtomicWaker,
+}
+
+impl Batches {
+    fn push(&self, batch: BoxFuture<'static, ()>) {
+        self.0
+            .queued
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(batch);
+        self.0.waker.wake();
+    }
+
+    /// Runs `work` (a request's execution) and the batches its loads queue, polling `work`
+    /// first on every turn; batches still running when `work` is done are dropped.
+    pub async fn drive<F: Future>(&self, work: F) -> F::Output {
+        let mut work = pin!(work);
+        let mut running = FuturesUnordered::new();
+        std::future::poll_fn(|cx| {
+            self.0.waker.register(cx.waker());
+            if let Poll::Ready(output) = work.as_mut().poll(cx) {
+                return Poll::Ready(output);
+            }
+            running.extend(
+                self.0
+                    .queued
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .drain(..),
+            );
+            // Polls the batches until none can progress; a finished batch wakes the loads
+            // waiting on it, and so this task, which then polls `work` again.
+            while let Poll::Ready(Some(())) = running.poll_next_unpin(cx) {}
+            Poll::Pending
+        })
+        .await
+    }
+}
+
 type LoadResult<K, V> = Result<HashMap<K, V>, Arc<RepoError>>;
 
 /// Tenants: one BatchGetItem per 100 ids. Only the caller's own tenant is ever read: any
@@ -143,21 +207,26 @@ impl Loader<TenantId> for Loaders {
     }
 }
 
-/// Projects with their fields: one Query per project, all issued concurrently (a project's
+/// Projects with their fields (shared, not copied, by everything that refers to them): one
+/// Query per project, all issued concurrently (a project's
 /// table key includes its tenant, so it cannot be fetched by BatchGetItem from its id alone).
 /// A project of another tenant is dropped here, as if it did not exist.
 impl Loader<ProjectId> for Loaders {
-    type Value = Arc<Probed<ProjectData>>;
+    type Value = Arc<Probed<Arc<ProjectData>>>;
     type Error = Arc<RepoError>;
 
-    async fn load(&self, keys: &[ProjectId]) -> LoadResult<ProjectId, Arc<Probed<ProjectData>>> {
+    async fn load(
+        &self,
+        keys: &[ProjectId],
+    ) -> LoadResult<ProjectId, Arc<Probed<Arc<ProjectData>>>> {
         let access = self.repo.access();
         let found = try_join_all(keys.iter().map(|id| {
             self.probed(true, move |probe| async move {
                 Ok(probe
                     .project_data(id)
                     .await?
-                    .filter(|data| access.sees(&data.project.tenant)))
+                    .filter(|data| access.sees(&data.project.tenant))
+                    .map(Arc::new))
             })
         }))
         .await

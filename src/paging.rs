@@ -176,6 +176,18 @@ impl Scope {
 
     /// Decodes a cursor, checking its signature and that it belongs to this list.
     pub fn position(&self, arg: &'static str, cursor: &str) -> Result<Position, PagingError> {
+        let (scope, position) = self.keys.open(arg, cursor)?;
+        if scope != self.name {
+            return Err(PagingError::ForeignCursor { arg });
+        }
+        Ok(position)
+    }
+}
+
+impl CursorKeys {
+    /// Decodes a cursor this server signed, without yet asking which list it belongs to:
+    /// returns the name of its list's scope and the position.
+    fn open(&self, arg: &'static str, cursor: &str) -> Result<(String, Position), PagingError> {
         let malformed = PagingError::MalformedCursor { arg };
         if cursor.len() > MAX_CURSOR_BYTES {
             return Err(malformed);
@@ -184,15 +196,12 @@ impl Scope {
         let (body, tag) = cursor.split_once('.').ok_or_else(|| malformed.clone())?;
         let json = b64.decode(body).map_err(|_| malformed.clone())?;
         let tag = b64.decode(tag).map_err(|_| malformed.clone())?;
-        if !self.keys.verify(&json, &tag) {
+        if !self.verify(&json, &tag) {
             return Err(malformed);
         }
         let body: CursorBody = serde_json::from_slice(&json).map_err(|_| malformed.clone())?;
         if body.version != CURSOR_VERSION {
             return Err(malformed);
-        }
-        if body.scope != self.name {
-            return Err(PagingError::ForeignCursor { arg });
         }
         // Even a signed cursor is checked: a key DynamoDB would reject must never reach it.
         let p = &body.position;
@@ -204,7 +213,7 @@ impl Scope {
         if !plausible {
             return Err(malformed);
         }
-        Ok(body.position)
+        Ok((body.scope, body.position))
     }
 }
 
@@ -223,6 +232,30 @@ impl PageRequest {
     /// Validates Relay connection arguments against a list's scope.
     pub fn from_args(
         scope: &Scope,
+        first: Option<i32>,
+        after: Option<&str>,
+        last: Option<i32>,
+        before: Option<&str>,
+    ) -> Result<Self, PagingError> {
+        UncheckedRequest::from_args(&scope.keys, first, after, last, before)?.check(scope)
+    }
+}
+
+/// Relay connection arguments whose cursors are known to be this server's but not yet known
+/// to belong to the list they are used with: what a read may start from while the list's
+/// owner (whose tenant names the list) is still loading. Nothing read with it may reach a
+/// response before [`UncheckedRequest::check`] passes.
+#[derive(Clone, Debug)]
+pub struct UncheckedRequest {
+    request: PageRequest,
+    /// The scope each cursor argument names, by argument.
+    scopes: Vec<(&'static str, String)>,
+}
+
+impl UncheckedRequest {
+    /// Validates page sizes and cursor signatures.
+    pub fn from_args(
+        keys: &CursorKeys,
         first: Option<i32>,
         after: Option<&str>,
         last: Option<i32>,
@@ -249,12 +282,39 @@ impl PageRequest {
             }
             (None, None) => (Direction::Forward, DEFAULT_PAGE_SIZE),
         };
-        Ok(PageRequest {
-            direction,
-            size,
-            after: after.map(|c| scope.position("after", c)).transpose()?,
-            before: before.map(|c| scope.position("before", c)).transpose()?,
+        let mut scopes = Vec::new();
+        let mut open = |arg, cursor: Option<&str>| -> Result<Option<Position>, PagingError> {
+            let Some(cursor) = cursor else {
+                return Ok(None);
+            };
+            let (scope, position) = keys.open(arg, cursor)?;
+            scopes.push((arg, scope));
+            Ok(Some(position))
+        };
+        let after = open("after", after)?;
+        let before = open("before", before)?;
+        Ok(UncheckedRequest {
+            request: PageRequest {
+                direction,
+                size,
+                after,
+                before,
+            },
+            scopes,
         })
+    }
+
+    /// The request, to read with before it is checked.
+    pub fn request(&self) -> &PageRequest {
+        &self.request
+    }
+
+    /// The request, once every cursor is known to belong to the list of `scope`.
+    pub fn check(self, scope: &Scope) -> Result<PageRequest, PagingError> {
+        match self.scopes.iter().find(|(_, name)| *name != scope.name) {
+            Some((arg, _)) => Err(PagingError::ForeignCursor { arg }),
+            None => Ok(self.request),
+        }
     }
 }
 

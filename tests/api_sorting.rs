@@ -12,6 +12,7 @@ use gridgate::paging::Limits;
 use gridgate::seed::{self, Synthetic};
 use serde_json::{json, Value};
 use support::app::{Backend, TestApp};
+use support::waves;
 
 /// One issue as the oracle sees it.
 #[derive(Clone, Debug)]
@@ -342,14 +343,16 @@ async fn grid_cost(
 }
 
 async fn grid_pages_stay_within_the_call_budget(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
+    let (app, recorder) = waves::spawn_recorded(backend).await;
     for fields in [1u32, 8] {
         let project = synthetic_project(&app, 150, fields, 3 + fields as u64).await;
         let (field_list, rows) = read_all(&app, &project).await;
+        // (name, order, calls, waves): the project, its fields and the page's index Query
+        // start together; a page read from index rows then loads its issues.
         let mut orders = vec![
-            ("NUM", json!({"field": "NUM"}), 2),
-            ("NAME", json!({"field": "NAME"}), 3),
-            ("STATE", json!({"field": "STATE", "direction": "DESC"}), 3),
+            ("NUM", json!({"field": "NUM"}), 2, 1),
+            ("NAME", json!({"field": "NAME"}), 3, 2),
+            ("STATE", json!({"field": "STATE", "direction": "DESC"}), 3, 2),
         ];
         for f in &field_list {
             let valued = rows.iter().filter(|r| r.values.contains_key(&f.id)).count();
@@ -359,29 +362,40 @@ async fn grid_pages_stay_within_the_call_budget(backend: Backend) {
                 "CUSTOM_FIELD",
                 json!({"field": "CUSTOM_FIELD", "customFieldId": f.id}),
                 3,
+                2,
             ));
         }
-        for (name, order, budget) in &orders {
+        for (name, order, budget, wave_budget) in &orders {
             for direction in ["ASC", "DESC"] {
                 let mut order = order.clone();
                 order["direction"] = json!(direction);
                 for first in [1, 10, 100] {
+                    recorder.take();
                     let (calls, rcu, n, end) = grid_cost(&app, &project, first, &order, None).await;
+                    let recorded = recorder.take();
                     assert_eq!(n, first as usize);
                     assert_eq!(
                         calls, *budget,
                         "{name} {order} first {first} with {fields} fields"
                     );
+                    assert_eq!(recorded.len() as i64, calls, "{recorded:?}");
+                    assert_eq!(
+                        waves::waves(&recorded),
+                        *wave_budget,
+                        "{name} {order} first {first} with {fields} fields: {recorded:?}"
+                    );
                     eprintln!(
-                        "COST backend={backend:?} fields={fields} order={name} {direction} first={first} calls={calls} rcu={rcu}"
+                        "COST backend={backend:?} fields={fields} order={name} {direction} first={first} calls={calls} waves={} rcu={rcu}",
+                        waves::waves(&recorded)
                     );
                     // The next page, from a cursor in the middle of the list, costs the same.
                     if first <= 10 {
                         let (calls, _, n, _) = grid_cost(&app, &project, first, &order, end).await;
+                        let recorded = recorder.take();
                         assert_eq!(
-                            (calls, n),
-                            (*budget, first as usize),
-                            "next page of {name} {order}"
+                            (calls, n, waves::waves(&recorded)),
+                            (*budget, first as usize, *wave_budget),
+                            "next page of {name} {order}: {recorded:?}"
                         );
                     }
                 }

@@ -10,7 +10,8 @@
 use std::sync::{Arc, Mutex};
 
 use async_graphql::extensions::{
-    Extension, ExtensionContext, ExtensionFactory, NextParseQuery, NextPrepareRequest, NextRequest,
+    Extension, ExtensionContext, ExtensionFactory, NextExecute, NextParseQuery, NextPrepareRequest,
+    NextRequest,
 };
 use async_graphql::parser::types::{ExecutableDocument, OperationDefinition, OperationType};
 use async_graphql::{Request, Response, ServerError, ServerResult, Value, Variables};
@@ -19,7 +20,7 @@ use super::analysis::{self, QueryLimits, Refusal, TypeMap};
 use super::error::ErrorCode;
 use super::{schema_builder, GridSchema, ResponseOrder};
 use crate::auth::{Access, Permission};
-use crate::loaders::{Loaders, RequestLoader};
+use crate::loaders::{Batches, Loaders, RequestLoader};
 use crate::paging::{CursorKeys, Limits};
 use crate::repo::sweep::SweepHandle;
 use crate::repo::writes::{RetryPolicy, WriteStats, Writes};
@@ -142,6 +143,7 @@ impl ExtensionFactory for RequestContextFactory {
             budget: CallBudget::new(options.max_calls, options.max_read_units),
             query: Mutex::new(None),
             access: Mutex::new(Access::Unrestricted),
+            batches: Batches::default(),
         })
     }
 }
@@ -156,6 +158,8 @@ struct RequestContext {
     query: Mutex<Option<(String, Option<String>)>>,
     /// The caller, from the request's data (the transport authenticates it).
     access: Mutex<Access>,
+    /// Where the request's loader batches run (see [`Batches`]).
+    batches: Batches,
 }
 
 impl RequestContext {
@@ -300,7 +304,7 @@ impl Extension for RequestContext {
         let writes = Writes::new(repo.clone(), shared.sweeps.clone())
             .with_retry(options.retry)
             .with_stats(shared.write_stats.clone());
-        let loader: RequestLoader = Loaders::for_request(repo.clone());
+        let loader: RequestLoader = Loaders::for_request(repo.clone(), &self.batches);
         *self.query.lock().unwrap_or_else(|e| e.into_inner()) =
             Some((request.query.clone(), request.operation_name.clone()));
         // Parse and price the document here, before async-graphql's own checks walk it:
@@ -316,8 +320,25 @@ impl Extension for RequestContext {
         };
         request.variables = variables;
         admitted?;
-        next.run(ctx, request.data(repo).data(loader).data(writes))
-            .await
+        next.run(
+            ctx,
+            request
+                .data(repo)
+                .data(loader)
+                .data(writes)
+                .data(super::prefetch::Prefetched::default()),
+        )
+        .await
+    }
+
+    /// Runs the operation with the request's loader batches beside it (see [`Batches`]).
+    async fn execute(
+        &self,
+        ctx: &ExtensionContext<'_>,
+        operation_name: Option<&str>,
+        next: NextExecute<'_>,
+    ) -> Response {
+        self.batches.drive(next.run(ctx, operation_name)).await
     }
 
     /// Runs async-graphql's checks of the (already parsed and admitted) document, coding

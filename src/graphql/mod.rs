@@ -8,6 +8,7 @@ mod context;
 pub mod error;
 mod mutation;
 mod order;
+mod prefetch;
 pub mod types;
 
 use async_graphql::{Context, EmptySubscription, Object, Schema, ID};
@@ -96,7 +97,10 @@ impl QueryRoot {
     /// A project by id; null when there is none.
     async fn project(&self, ctx: &Context<'_>, id: ID) -> ApiResult<Option<Project>> {
         let id = ProjectId::parse(&id).map_err(ApiError::from)?;
-        Ok(project_data(ctx, &id).await?.map(|d| Project(d.project)))
+        // The issue pages selected under the project are read while it loads.
+        Ok(prefetch::project_with_pages(ctx, &id)
+            .await?
+            .map(|d| Project(d.project.clone())))
     }
 
     /// An issue by id; null when there is none.
@@ -112,7 +116,7 @@ async fn load_node(ctx: &Context<'_>, id: NodeId) -> Result<Option<Node>, ApiErr
         NodeId::Tenant(id) => loader.load_one(id).await?.map(|t| Node::Tenant(Tenant(t))),
         NodeId::Project(id) => project_data(ctx, &id)
             .await?
-            .map(|d| Node::Project(Project(d.project))),
+            .map(|d| Node::Project(Project(d.project.clone()))),
         NodeId::Issue(id) => load_issue(ctx, id).await?.map(Node::Issue),
         NodeId::Field(id) => load_field(ctx, &id).await?.map(Node::CustomField),
     })

@@ -4,6 +4,8 @@
 //! Resolvers only translate: the write layer (`repo::writes`) validates, plans and commits,
 //! and each payload returns the written node read back strongly consistently from the table.
 
+use std::sync::Arc;
+
 use async_graphql::{Context, InputObject, Object, SimpleObject, ID};
 
 use super::error::{ApiError, ApiResult};
@@ -45,13 +47,17 @@ async fn read_tenant(ctx: &Context<'_>, id: &str) -> Result<Tenant, ApiError> {
 
 /// Reads a project and its fields back (one strongly consistent Query) and hands them to the
 /// request's loader, so nested fields of the payload see the write.
-async fn read_project(ctx: &Context<'_>, id: &ProjectId) -> Result<model::ProjectData, ApiError> {
+async fn read_project(
+    ctx: &Context<'_>,
+    id: &ProjectId,
+) -> Result<Arc<model::ProjectData>, ApiError> {
     let data = writes(ctx)?
         .repo()
         .load_project(id, true)
         .await?
         .filter(|d| !d.project.deleted)
         .ok_or_else(|| vanished("project", id.as_str()))?;
+    let data = Arc::new(data);
     loader(ctx)?
         .feed_one(id.clone(), Probed::known(data.clone()))
         .await;
@@ -64,7 +70,7 @@ async fn read_project(ctx: &Context<'_>, id: &ProjectId) -> Result<model::Projec
 async fn read_issue(ctx: &Context<'_>, written: Written) -> Result<model::Issue, ApiError> {
     if let Some(data) = written.project {
         loader(ctx)?
-            .feed_one(data.project.id.clone(), Probed::known(data))
+            .feed_one(data.project.id.clone(), Probed::known(Arc::new(data)))
             .await;
     }
     let id = IssueId::parse(&written.id).map_err(|_| ApiError::Internal)?;
@@ -359,7 +365,7 @@ impl MutationRoot {
             .await
             .map_err(ApiError::from)?;
         let id = ProjectId::parse(&written.id).map_err(|_| ApiError::Internal)?;
-        let project = read_project(ctx, &id).await?.project;
+        let project = read_project(ctx, &id).await?.project.clone();
         Ok(CreateProjectPayload {
             edge: ProjectEdge {
                 cursor: writes(ctx)?.repo().project_cursor(&project),
@@ -388,7 +394,7 @@ impl MutationRoot {
             .map_err(ApiError::from)?;
         let id = ProjectId::parse(&written.id).map_err(|_| ApiError::Internal)?;
         Ok(UpdateProjectPayload {
-            project: Project(read_project(ctx, &id).await?.project),
+            project: Project(read_project(ctx, &id).await?.project.clone()),
             client_mutation_id: cmid,
         })
     }
@@ -500,7 +506,8 @@ impl MutationRoot {
             .await?
             .ok_or_else(|| vanished("project", issue.project.as_str()))?
             .project
-            .tenant;
+            .tenant
+            .clone();
         Ok(CreateIssuePayload {
             edge: IssueEdge {
                 cursor: writes(ctx)?.repo().issue_cursor(&tenant, &issue),

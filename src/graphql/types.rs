@@ -5,12 +5,14 @@
 //! [`ApiError`] with its code.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use async_graphql::{
     ComplexObject, Context, Enum, InputObject, Interface, Object, SimpleObject, ID,
 };
 
 use super::error::{ApiError, ApiResult};
+use super::prefetch::{self, PageKey};
 use crate::ids::{FieldId, ProjectId, TenantId};
 use crate::loaders::RequestLoader;
 use crate::model::{self, FieldValue, ProjectData};
@@ -36,7 +38,7 @@ pub(crate) fn repo<'a>(ctx: &Context<'a>) -> Result<&'a Repo, ApiError> {
 pub(crate) async fn project_data(
     ctx: &Context<'_>,
     id: &ProjectId,
-) -> Result<Option<ProjectData>, ApiError> {
+) -> Result<Option<Arc<ProjectData>>, ApiError> {
     let Some(entry) = loader(ctx)?.load_one(id.clone()).await? else {
         return Ok(None);
     };
@@ -49,7 +51,7 @@ pub(crate) async fn project_data(
 pub(crate) async fn visible_project(
     ctx: &Context<'_>,
     id: &ProjectId,
-) -> Result<Option<ProjectData>, ApiError> {
+) -> Result<Option<Arc<ProjectData>>, ApiError> {
     let Some(entry) = loader(ctx)?.load_one(id.clone()).await? else {
         return Ok(None);
     };
@@ -58,7 +60,10 @@ pub(crate) async fn visible_project(
 }
 
 /// A project that another loaded entity refers to: its absence is corrupt data, not a 404.
-async fn referenced_project(ctx: &Context<'_>, id: &ProjectId) -> Result<ProjectData, ApiError> {
+async fn referenced_project(
+    ctx: &Context<'_>,
+    id: &ProjectId,
+) -> Result<Arc<ProjectData>, ApiError> {
     project_data(ctx, id).await?.ok_or_else(|| {
         tracing::error!(project = %id, "dangling reference to a missing project");
         ApiError::Internal
@@ -161,7 +166,7 @@ impl Project {
     /// The project's custom fields (extra typed columns), in `position` order.
     async fn custom_fields(&self, ctx: &Context<'_>) -> ApiResult<Vec<CustomField>> {
         let data = referenced_project(ctx, &self.0.id).await?;
-        Ok(data.fields.into_iter().map(CustomField).collect())
+        Ok(data.fields.iter().cloned().map(CustomField).collect())
     }
 
     /// The project's issues, sorted by any column and paged with cursors. Issues without a
@@ -182,18 +187,37 @@ impl Project {
             IssueOrder,
         >,
     ) -> ApiResult<IssueConnection> {
-        let sort = match order_by {
-            None => IssueSort::default(),
-            Some(order) => order.to_sort(ctx, &self.0.id).await?,
-        };
-        let scope = repo(ctx)?.issues_scope(&self.0.tenant, &self.0.id, &sort);
-        let request =
-            PageRequest::from_args(&scope, first, after.as_deref(), last, before.as_deref())
+        let key = PageKey::new(
+            &self.0.id,
+            first,
+            after.as_deref(),
+            last,
+            before.as_deref(),
+            order_by.as_ref(),
+        );
+        let (request, page) = match prefetch::take(ctx, &key)? {
+            Some(prefetched) => prefetched.map_err(ApiError::from)?,
+            None => {
+                let sort = match order_by {
+                    None => IssueSort::default(),
+                    Some(order) => order.to_sort(ctx, &self.0.id).await?,
+                };
+                let scope = repo(ctx)?.issues_scope(&self.0.tenant, &self.0.id, &sort);
+                let request = PageRequest::from_args(
+                    &scope,
+                    first,
+                    after.as_deref(),
+                    last,
+                    before.as_deref(),
+                )
                 .map_err(ApiError::from)?;
-        let page: Paged<IssueRow> = repo(ctx)?
-            .issues_page(&self.0.tenant, &self.0.id, &sort, &request)
-            .await
-            .map_err(ApiError::from)?;
+                let page: Paged<IssueRow> = repo(ctx)?
+                    .issues_page(&self.0.tenant, &self.0.id, &sort, &request)
+                    .await
+                    .map_err(ApiError::from)?;
+                (request, page)
+            }
+        };
         // Rows read from derived index rows are loaded in one batch with every other issue
         // load of this request.
         let keys: Vec<IssueKey> = page
@@ -271,7 +295,10 @@ impl CustomField {
 
     async fn project(&self, ctx: &Context<'_>) -> ApiResult<Project> {
         Ok(Project(
-            referenced_project(ctx, &self.0.project).await?.project,
+            referenced_project(ctx, &self.0.project)
+                .await?
+                .project
+                .clone(),
         ))
     }
 }
@@ -316,7 +343,10 @@ impl Issue {
 
     async fn project(&self, ctx: &Context<'_>) -> ApiResult<Project> {
         Ok(Project(
-            referenced_project(ctx, &self.0.project).await?.project,
+            referenced_project(ctx, &self.0.project)
+                .await?
+                .project
+                .clone(),
         ))
     }
 
@@ -326,10 +356,10 @@ impl Issue {
         let data = referenced_project(ctx, &self.0.project).await?;
         Ok(data
             .fields
-            .into_iter()
+            .iter()
             .filter_map(|field| {
                 let raw = self.0.values.get(&field.id)?;
-                Some(CustomFieldValue::new(field, raw))
+                Some(CustomFieldValue::new(field.clone(), raw))
             })
             .collect())
     }
@@ -441,7 +471,7 @@ impl From<model::IssueState> for IssueState {
 }
 
 /// The column to sort issues by.
-#[derive(Enum, Clone, Copy, PartialEq, Eq)]
+#[derive(Enum, Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum IssueOrderField {
     /// The issue number.
     Num,
@@ -454,7 +484,7 @@ pub enum IssueOrderField {
 }
 
 /// Sort direction.
-#[derive(Enum, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Enum, Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
 pub enum OrderDirection {
     /// Smallest first (for custom fields: issues without a value still come last).
     #[default]
@@ -474,7 +504,9 @@ pub struct IssueOrder {
 }
 
 impl IssueOrder {
-    async fn to_sort(&self, ctx: &Context<'_>, project: &ProjectId) -> Result<IssueSort, ApiError> {
+    /// The sort asked for, checked as far as it can be without the project: a custom field
+    /// still has to be one of the project's (see [`IssueOrder::to_sort`]).
+    pub(crate) fn unchecked_sort(&self) -> Result<IssueSort, ApiError> {
         let ascending = self.direction == OrderDirection::Asc;
         let field = match (self.field, &self.custom_field_id) {
             (IssueOrderField::CustomField, None) => {
@@ -483,16 +515,7 @@ impl IssueOrder {
                 ))
             }
             (IssueOrderField::CustomField, Some(id)) => {
-                let id = FieldId::parse(id).map_err(ApiError::from)?;
-                let data = referenced_project(ctx, project).await?;
-                if data.field(&id).is_none() {
-                    // One answer whether the field is missing or another project's, so errors
-                    // tell nothing about data outside this project.
-                    return Err(ApiError::BadUserInput(format!(
-                        "orderBy: {id} is not a custom field of {project}"
-                    )));
-                }
-                SortField::Custom(id)
+                SortField::Custom(FieldId::parse(id).map_err(ApiError::from)?)
             }
             (_, Some(_)) => {
                 return Err(ApiError::BadUserInput(
@@ -504,6 +527,30 @@ impl IssueOrder {
             (IssueOrderField::State, None) => SortField::State,
         };
         Ok(IssueSort { field, ascending })
+    }
+
+    async fn to_sort(&self, ctx: &Context<'_>, project: &ProjectId) -> Result<IssueSort, ApiError> {
+        let sort = self.unchecked_sort()?;
+        if let SortField::Custom(id) = &sort.field {
+            let data = referenced_project(ctx, project).await?;
+            if data.field(id).is_none() {
+                // One answer whether the field is missing or another project's, so errors
+                // tell nothing about data outside this project.
+                return Err(ApiError::BadUserInput(format!(
+                    "orderBy: {id} is not a custom field of {project}"
+                )));
+            }
+        }
+        Ok(sort)
+    }
+
+    /// What identifies this ordering among a request's pages.
+    pub(crate) fn key(&self) -> (IssueOrderField, Option<&str>, OrderDirection) {
+        (
+            self.field,
+            self.custom_field_id.as_ref().map(|id| id.as_str()),
+            self.direction,
+        )
     }
 }
 

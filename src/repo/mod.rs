@@ -6,9 +6,12 @@
 //! Each method names the DynamoDB calls it makes; the per-request cost budgets in the tests
 //! are sums of these.
 
+mod speculative;
 pub mod sweep;
 pub mod verify;
 pub mod writes;
+
+pub use speculative::{SpeculativePage, MISS};
 
 use std::collections::{HashMap, HashSet};
 
@@ -21,6 +24,7 @@ use crate::keys;
 use crate::model::{Issue, Project, ProjectData, Tenant};
 use crate::paging::{
     self, CursorKeys, Limits, Page, PageRequest, PagingError, Position, ReadBudget, Scope, Segment,
+    UncheckedRequest,
 };
 use crate::store::{
     retry, AttrPath, CallBudget, CostMeter, CostReport, DynStore, Filter, Index, Item, Key,
@@ -514,39 +518,30 @@ impl Repo {
         if !self.access.sees(tenant) {
             return Ok(Paged::empty());
         }
-        let ascending = sort.ascending;
-        let by_num = |filter| Segment {
-            partition: keys::issues_by_num_partition(project),
-            ascending,
-            filter,
-        };
-        let segments = match &sort.field {
-            SortField::Num => vec![by_num(None)],
-            SortField::Name => vec![Segment {
-                partition: keys::name_partition(project),
-                ascending,
-                filter: None,
-            }],
-            SortField::State => vec![Segment {
-                partition: keys::state_partition(project),
-                ascending,
-                filter: None,
-            }],
-            // Rows with a value come from the field's value partition; the issues without one
-            // follow, in num order, picked out of the project's issue items by a filter.
-            SortField::Custom(field) => vec![
-                Segment {
-                    partition: keys::field_value_partition(field),
-                    ascending,
-                    filter: None,
-                },
-                by_num(Some(Filter::AttributeNotExists(AttrPath::new([
-                    items::VALUES,
-                    field.as_str(),
-                ])))),
-            ],
-        };
-        let page = self.page(&segments, request).await?;
+        let page = self.page(&issue_segments(project, sort), request).await?;
+        self.issue_rows(tenant, project, sort, page)
+    }
+
+    /// Connection arguments checked as far as they can be before their list is known (see
+    /// [`UncheckedRequest`]).
+    pub fn unchecked_request(
+        &self,
+        first: Option<i32>,
+        after: Option<&str>,
+        last: Option<i32>,
+        before: Option<&str>,
+    ) -> Result<UncheckedRequest, PagingError> {
+        UncheckedRequest::from_args(&self.cursors, first, after, last, before)
+    }
+
+    /// A read page of a project's issues as connection rows with their cursors.
+    fn issue_rows(
+        &self,
+        tenant: &TenantId,
+        project: &ProjectId,
+        sort: &IssueSort,
+        page: Page,
+    ) -> Result<Paged<IssueRow>, RepoError> {
         let scope = self.issues_scope(tenant, project, sort);
         paged(&scope, page, |item| match items::item_type(item) {
             Some(items::types::ISSUE) => Ok(IssueRow::Loaded(items::decode_issue(item)?)),
@@ -566,6 +561,42 @@ impl Repo {
     pub async fn bulk_put(&self, items: Vec<Item>) -> Result<(), RepoError> {
         self.store.bulk_put(items).await?;
         Ok(())
+    }
+}
+
+/// The segments of a project's issue list in one ordering.
+fn issue_segments(project: &ProjectId, sort: &IssueSort) -> Vec<Segment> {
+    let ascending = sort.ascending;
+    let by_num = |filter| Segment {
+        partition: keys::issues_by_num_partition(project),
+        ascending,
+        filter,
+    };
+    match &sort.field {
+        SortField::Num => vec![by_num(None)],
+        SortField::Name => vec![Segment {
+            partition: keys::name_partition(project),
+            ascending,
+            filter: None,
+        }],
+        SortField::State => vec![Segment {
+            partition: keys::state_partition(project),
+            ascending,
+            filter: None,
+        }],
+        // Rows with a value come from the field's value partition; the issues without one
+        // follow, in num order, picked out of the project's issue items by a filter.
+        SortField::Custom(field) => vec![
+            Segment {
+                partition: keys::field_value_partition(field),
+                ascending,
+                filter: None,
+            },
+            by_num(Some(Filter::AttributeNotExists(AttrPath::new([
+                items::VALUES,
+                field.as_str(),
+            ])))),
+        ],
     }
 }
 

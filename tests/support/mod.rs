@@ -1,2 +1,3 @@
 pub mod app;
 pub mod dynamodb_local;
+pub mod waves;

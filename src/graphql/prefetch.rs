@@ -1,0 +1,197 @@
+//! Prefetch: the issue pages a query selects under `project(id:)` are read while the project
+//! loads, not after it, so a grid page takes one wave of calls fewer (see
+//! `repo::speculative` for why that is safe).
+//!
+//! `Query.project` looks ahead at its selection for `issues` fields, reads each distinct page
+//! speculatively beside the project's own load, and files the pages the repo confirms under
+//! their arguments; `Project.issues` takes its page from here when its arguments match, and
+//! otherwise pages as usual. So a page is read once either way, and a selection the lookahead
+//! cannot see (a field skipped by a directive on a fragment, say) costs at most one
+//! speculative Query, reported.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use async_graphql::{Context, InputType, SelectionField, Value};
+
+use super::error::ApiError;
+use super::types::{project_data, repo, IssueOrder, IssueOrderField, OrderDirection};
+use crate::ids::ProjectId;
+use crate::model::ProjectData;
+use crate::paging::{PageRequest, UncheckedRequest};
+use crate::repo::{IssueRow, IssueSort, Paged, RepoError};
+
+/// At most this many distinct pages of one project are read ahead; further `issues` fields
+/// (aliases with other arguments) page after the project loads, as they always could.
+const MAX_PREFETCHED_PAGES: usize = 4;
+
+/// Identifies one `issues` field of one project by its arguments, as written.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct PageKey {
+    project: ProjectId,
+    first: Option<i32>,
+    after: Option<String>,
+    last: Option<i32>,
+    before: Option<String>,
+    order: Option<(IssueOrderField, Option<String>, OrderDirection)>,
+}
+
+impl PageKey {
+    pub(crate) fn new(
+        project: &ProjectId,
+        first: Option<i32>,
+        after: Option<&str>,
+        last: Option<i32>,
+        before: Option<&str>,
+        order: Option<&IssueOrder>,
+    ) -> Self {
+        PageKey {
+            project: project.clone(),
+            first,
+            after: after.map(str::to_owned),
+            last,
+            before: before.map(str::to_owned),
+            order: order.map(|o| {
+                let (field, custom, direction) = o.key();
+                (field, custom.map(str::to_owned), direction)
+            }),
+        }
+    }
+}
+
+type Confirmed = Result<(PageRequest, Paged<IssueRow>), RepoError>;
+
+/// The request's confirmed prefetched pages, until their fields take them.
+#[derive(Default)]
+pub(crate) struct Prefetched(Mutex<HashMap<PageKey, Confirmed>>);
+
+/// The prefetched page of an `issues` field with these arguments, if one was read.
+pub(crate) fn take(ctx: &Context<'_>, key: &PageKey) -> Result<Option<Confirmed>, ApiError> {
+    let prefetched = ctx.data::<Prefetched>().map_err(|_| {
+        tracing::error!("request has no prefetch cache");
+        ApiError::Internal
+    })?;
+    Ok(prefetched
+        .0
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(key))
+}
+
+/// Loads a project (as [`project_data`] does) and, concurrently, the issue pages the
+/// selection asks of it.
+pub(crate) async fn project_with_pages(
+    ctx: &Context<'_>,
+    id: &ProjectId,
+) -> Result<Option<Arc<ProjectData>>, ApiError> {
+    let wanted = wanted_pages(ctx, id);
+    if wanted.is_empty() {
+        return project_data(ctx, id).await;
+    }
+    let repo = repo(ctx)?;
+    let speculate =
+        futures::future::join_all(wanted.into_iter().map(|(key, sort, request)| async move {
+            let page = repo.speculate_issues_page(id.clone(), sort, request).await;
+            (key, page)
+        }));
+    let (data, pages) = futures::join!(project_data(ctx, id), speculate);
+    let project = data.as_ref().ok().and_then(Option::as_deref);
+    let mut confirmed = Vec::new();
+    for (key, page) in pages {
+        if let Some(result) = repo.confirm_issues_page(page, project) {
+            confirmed.push((key, result));
+        }
+    }
+    if !confirmed.is_empty() {
+        let prefetched = ctx.data::<Prefetched>().map_err(|_| {
+            tracing::error!("request has no prefetch cache");
+            ApiError::Internal
+        })?;
+        prefetched
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(confirmed);
+    }
+    data
+}
+
+/// The distinct pages the `issues` fields under this field ask for, with what reading each
+/// needs; fields whose arguments are invalid are left to their resolver, which reports them.
+fn wanted_pages(
+    ctx: &Context<'_>,
+    project: &ProjectId,
+) -> Vec<(PageKey, IssueSort, UncheckedRequest)> {
+    let Ok(repo) = repo(ctx) else {
+        return Vec::new();
+    };
+    let mut wanted: Vec<(PageKey, IssueSort, UncheckedRequest)> = Vec::new();
+    for field in ctx.look_ahead().field("issues").selection_fields() {
+        if wanted.len() == MAX_PREFETCHED_PAGES {
+            break;
+        }
+        if skipped(&field) {
+            continue;
+        }
+        let Ok(arguments) = field.arguments() else {
+            continue;
+        };
+        let arg = |name: &str| {
+            arguments
+                .iter()
+                .find(|(n, _)| n.as_str() == name)
+                .map(|(_, v)| v.clone())
+        };
+        let (Ok(first), Ok(after), Ok(last), Ok(before), Ok(order)) = (
+            <Option<i32>>::parse(arg("first")),
+            <Option<String>>::parse(arg("after")),
+            <Option<i32>>::parse(arg("last")),
+            <Option<String>>::parse(arg("before")),
+            <Option<IssueOrder>>::parse(arg("orderBy")),
+        ) else {
+            continue;
+        };
+        let sort = match &order {
+            None => IssueSort::default(),
+            Some(order) => match order.unchecked_sort() {
+                Ok(sort) => sort,
+                Err(_) => continue,
+            },
+        };
+        let Ok(request) = repo.unchecked_request(first, after.as_deref(), last, before.as_deref())
+        else {
+            continue;
+        };
+        let key = PageKey::new(
+            project,
+            first,
+            after.as_deref(),
+            last,
+            before.as_deref(),
+            order.as_ref(),
+        );
+        if wanted.iter().all(|(k, _, _)| *k != key) {
+            wanted.push((key, sort, request));
+        }
+    }
+    wanted
+}
+
+/// Whether the field carries `@skip(if: true)` or `@include(if: false)`.
+fn skipped(field: &SelectionField<'_>) -> bool {
+    let Ok(directives) = field.directives() else {
+        return false;
+    };
+    directives.iter().any(|directive| {
+        let condition = directive
+            .arguments
+            .iter()
+            .find(|(name, _)| name.node.as_str() == "if")
+            .map(|(_, value)| &value.node);
+        match (directive.name.node.as_str(), condition) {
+            ("skip", Some(Value::Boolean(true))) => true,
+            ("include", Some(Value::Boolean(false))) => true,
+            _ => false,
+        }
+    })
+}

@@ -1,0 +1,106 @@
+//! Speculative reads: a page of a project's issues read while the project itself is still
+//! loading, so a grid page does not wait for one call before starting the next.
+//!
+//! A page's index Query needs only ids the request names (the project's, the sorted field's,
+//! the cursor's position), but whether the caller may see the page is decided by the project
+//! row: its tenant, and for a custom-field sort whether the field is one of its fields. So the
+//! Query starts at once on a probe (its call counts against the request's budget as it is
+//! made, as every lookup by id does; nothing it reads is reported yet), and
+//! [`Repo::confirm_issues_page`] decides once the project is known: the page is kept and its
+//! cost reported only when the project is the caller's, has the field, and every cursor was
+//! issued for this very list. Otherwise the page is dropped before anything of it reaches a
+//! response, and the read is reported as one miss, whatever it found, so neither data nor
+//! cost figures tell another tenant's rows from missing ones.
+
+use super::{issue_segments, IssueRow, IssueSort, Paged, Repo, RepoError, SortField};
+use crate::ids::ProjectId;
+use crate::model::ProjectData;
+use crate::paging::{Page, PageRequest, UncheckedRequest};
+use crate::store::CostReport;
+
+/// What an eventually consistent read that finds nothing costs: one call, half a read unit
+/// (DynamoDB's minimum charge), and the price at which anything the caller may not see is
+/// reported.
+pub const MISS: CostReport = CostReport {
+    dynamodb_calls: 1,
+    read_capacity_units: 0.5,
+    write_capacity_units: 0.0,
+};
+
+/// A page of a project's issues read before the project was known to be visible: nothing of
+/// it may be used before [`Repo::confirm_issues_page`].
+pub struct SpeculativePage {
+    project: ProjectId,
+    sort: IssueSort,
+    request: UncheckedRequest,
+    read: Result<Page, RepoError>,
+    cost: CostReport,
+}
+
+impl Repo {
+    /// Reads a page of `project`'s issues on a probe, before the project is loaded (one Query
+    /// of `GSI1`, like [`Repo::issues_page`]).
+    pub async fn speculate_issues_page(
+        &self,
+        project: ProjectId,
+        sort: IssueSort,
+        request: UncheckedRequest,
+    ) -> SpeculativePage {
+        let (probe, meter) = self.probe();
+        let read = probe
+            .page(&issue_segments(&project, &sort), request.request())
+            .await;
+        SpeculativePage {
+            project,
+            sort,
+            request,
+            read,
+            cost: meter.report(),
+        }
+    }
+
+    /// Keeps a speculative page once its project is loaded (`None`: not found or not the
+    /// caller's): returns the page as [`Repo::issues_page`] would have read it, with the
+    /// request it answers, when the project is visible, has the sorted field, and the cursors
+    /// belong to this list. Otherwise the page is dropped and reported as a miss; the caller
+    /// then pages the usual way, which reports whatever is wrong (a field of another
+    /// project, a cursor of another list) exactly as without speculation.
+    pub fn confirm_issues_page(
+        &self,
+        speculative: SpeculativePage,
+        project: Option<&ProjectData>,
+    ) -> Option<Result<(PageRequest, Paged<IssueRow>), RepoError>> {
+        let SpeculativePage {
+            project: id,
+            sort,
+            request,
+            read,
+            cost,
+        } = speculative;
+        let owner = project.filter(|data| {
+            data.project.id == id
+                && self.access.sees(&data.project.tenant)
+                && match &sort.field {
+                    SortField::Custom(field) => data.field(field).is_some(),
+                    SortField::Num | SortField::Name | SortField::State => true,
+                }
+        });
+        let Some(owner) = owner else {
+            self.charge(MISS);
+            return None;
+        };
+        let tenant = &owner.project.tenant;
+        let Ok(request) = request.check(&self.issues_scope(tenant, &id, &sort)) else {
+            self.charge(MISS);
+            return None;
+        };
+        // From here on the read is the caller's own: it is reported at what it cost, and a
+        // failed one too (outages are not secret); a failed read is simply made again.
+        self.charge(cost);
+        let page = read.ok()?;
+        Some(
+            self.issue_rows(tenant, &id, &sort, page)
+                .map(|rows| (request, rows)),
+        )
+    }
+}
