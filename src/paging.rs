@@ -466,6 +466,33 @@ pub async fn fetch(
     request: &PageRequest,
     budget: &ReadBudget,
 ) -> Result<Page, StoreError> {
+    fetch_from(store, segments, request, budget, Vec::new(), 0).await
+}
+
+/// Goes on with a forward page of which the first `done` segments were read to their end
+/// (by [`fetch`] over those segments alone), giving `read`: the page [`fetch`] over all of
+/// `segments` would have read, without reading the first ones again.
+pub async fn fetch_rest(
+    store: &dyn Store,
+    segments: &[Segment],
+    request: &PageRequest,
+    budget: &ReadBudget,
+    read: Page,
+    done: usize,
+) -> Result<Page, StoreError> {
+    fetch_from(store, segments, request, budget, read.rows, done).await
+}
+
+/// [`fetch`], starting with `rows` already read from the segments before `skip` (forward
+/// only; zero and no rows otherwise).
+async fn fetch_from(
+    store: &dyn Store,
+    segments: &[Segment],
+    request: &PageRequest,
+    budget: &ReadBudget,
+    rows: Vec<Row>,
+    skip: usize,
+) -> Result<Page, StoreError> {
     let forward = request.direction == Direction::Forward;
     let (from, bound) = if forward {
         (request.after.as_ref(), request.before.as_ref())
@@ -480,12 +507,16 @@ pub async fn fetch(
         (0..segments.len()).rev().collect()
     };
     let first_segment = from.map(|p| p.segment);
-    let mut rows: Vec<Row> = Vec::with_capacity(want);
+    let mut rows = rows;
+    rows.reserve(want.saturating_sub(rows.len()));
     // Set when the read budget ran out before the list did; `resume` is where to go on from.
     let mut cut_short = false;
     let mut resume = None;
 
     'segments: for &index in &order {
+        if forward && index < skip {
+            continue;
+        }
         if let Some(start_at) = first_segment {
             let skipped = if forward {
                 index < start_at

@@ -61,9 +61,10 @@ impl PageKey {
 
 type Confirmed = Result<(PageRequest, Paged<IssueRow>), RepoError>;
 
-/// The request's confirmed prefetched pages, until their fields take them.
+/// The request's confirmed prefetched pages, each with the number of fields that ask for it
+/// (aliases of one page), until they have taken it.
 #[derive(Default)]
-pub(crate) struct Prefetched(Mutex<HashMap<PageKey, Confirmed>>);
+pub(crate) struct Prefetched(Mutex<HashMap<PageKey, (Confirmed, usize)>>);
 
 /// The prefetched page of an `issues` field with these arguments, if one was read.
 pub(crate) fn take(ctx: &Context<'_>, key: &PageKey) -> Result<Option<Confirmed>, ApiError> {
@@ -71,11 +72,17 @@ pub(crate) fn take(ctx: &Context<'_>, key: &PageKey) -> Result<Option<Confirmed>
         tracing::error!("request has no prefetch cache");
         ApiError::Internal
     })?;
-    Ok(prefetched
-        .0
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .remove(key))
+    let mut pages = prefetched.0.lock().unwrap_or_else(|e| e.into_inner());
+    let Some((page, claims)) = pages.get_mut(key) else {
+        return Ok(None);
+    };
+    if *claims > 1 {
+        // Another alias asks for the same page: it gets a copy (a failed read, which is not
+        // copied, is made again by the field that finds none).
+        *claims -= 1;
+        return Ok(page.as_ref().ok().map(|p| Ok(p.clone())));
+    }
+    Ok(pages.remove(key).map(|(page, _)| page))
 }
 
 /// Loads a project (as [`project_data`] does) and, concurrently, the issue pages the
@@ -89,17 +96,18 @@ pub(crate) async fn project_with_pages(
         return project_data(ctx, id).await;
     }
     let repo = repo(ctx)?;
-    let speculate =
-        futures::future::join_all(wanted.into_iter().map(|(key, sort, request)| async move {
-            let page = repo.speculate_issues_page(id.clone(), sort, request).await;
-            (key, page)
-        }));
+    let speculate = futures::future::join_all(wanted.into_iter().map(|wanted| async move {
+        let page = repo
+            .speculate_issues_page(id.clone(), wanted.sort, wanted.request)
+            .await;
+        ((wanted.key, wanted.claims), page)
+    }));
     let (data, pages) = futures::join!(project_data(ctx, id), speculate);
     let project = data.as_ref().ok().and_then(Option::as_deref);
     let mut confirmed = Vec::new();
-    for (key, page) in pages {
-        if let Some(result) = repo.confirm_issues_page(page, project) {
-            confirmed.push((key, result));
+    for ((key, claims), page) in pages {
+        if let Some(result) = repo.confirm_issues_page(page, project).await {
+            confirmed.push((key, (result, claims)));
         }
     }
     if !confirmed.is_empty() {
@@ -116,20 +124,23 @@ pub(crate) async fn project_with_pages(
     data
 }
 
-/// The distinct pages the `issues` fields under this field ask for, with what reading each
-/// needs; fields whose arguments are invalid are left to their resolver, which reports them.
-fn wanted_pages(
-    ctx: &Context<'_>,
-    project: &ProjectId,
-) -> Vec<(PageKey, IssueSort, UncheckedRequest)> {
+/// A page the selection asks for, and what reading it needs.
+struct Wanted {
+    key: PageKey,
+    /// How many fields ask for it.
+    claims: usize,
+    sort: IssueSort,
+    request: UncheckedRequest,
+}
+
+/// The distinct pages the `issues` fields under this field ask for; fields whose arguments
+/// are invalid are left to their resolver, which reports them.
+fn wanted_pages(ctx: &Context<'_>, project: &ProjectId) -> Vec<Wanted> {
     let Ok(repo) = repo(ctx) else {
         return Vec::new();
     };
-    let mut wanted: Vec<(PageKey, IssueSort, UncheckedRequest)> = Vec::new();
+    let mut wanted: Vec<Wanted> = Vec::new();
     for field in ctx.look_ahead().field("issues").selection_fields() {
-        if wanted.len() == MAX_PREFETCHED_PAGES {
-            break;
-        }
         if skipped(&field) {
             continue;
         }
@@ -170,8 +181,15 @@ fn wanted_pages(
             before.as_deref(),
             order.as_ref(),
         );
-        if wanted.iter().all(|(k, _, _)| *k != key) {
-            wanted.push((key, sort, request));
+        if let Some(same) = wanted.iter_mut().find(|w| w.key == key) {
+            same.claims += 1;
+        } else if wanted.len() < MAX_PREFETCHED_PAGES {
+            wanted.push(Wanted {
+                key,
+                claims: 1,
+                sort,
+                request,
+            });
         }
     }
     wanted
@@ -188,10 +206,9 @@ fn skipped(field: &SelectionField<'_>) -> bool {
             .iter()
             .find(|(name, _)| name.node.as_str() == "if")
             .map(|(_, value)| &value.node);
-        match (directive.name.node.as_str(), condition) {
-            ("skip", Some(Value::Boolean(true))) => true,
-            ("include", Some(Value::Boolean(false))) => true,
-            _ => false,
-        }
+        matches!(
+            (directive.name.node.as_str(), condition),
+            ("skip", Some(Value::Boolean(true))) | ("include", Some(Value::Boolean(false)))
+        )
     })
 }

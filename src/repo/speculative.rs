@@ -15,7 +15,7 @@
 use super::{issue_segments, IssueRow, IssueSort, Paged, Repo, RepoError, SortField};
 use crate::ids::ProjectId;
 use crate::model::ProjectData;
-use crate::paging::{Page, PageRequest, UncheckedRequest};
+use crate::paging::{self, Direction, Page, PageRequest, UncheckedRequest};
 use crate::store::CostReport;
 
 /// What an eventually consistent read that finds nothing costs: one call, half a read unit
@@ -33,39 +33,59 @@ pub struct SpeculativePage {
     project: ProjectId,
     sort: IssueSort,
     request: UncheckedRequest,
-    read: Result<Page, RepoError>,
+    /// `None` when the page was not read ahead (see [`Repo::speculate_issues_page`]).
+    read: Option<Result<Page, RepoError>>,
+    /// Whether only the list's first segment was read, so a page it did not fill may go on
+    /// in the next one.
+    first_segment_only: bool,
     cost: CostReport,
 }
 
 impl Repo {
-    /// Reads a page of `project`'s issues on a probe, before the project is loaded (one Query
-    /// of `GSI1`, like [`Repo::issues_page`]).
+    /// Reads a page of `project`'s issues on a probe, before the project is loaded: one Query
+    /// of `GSI1` (as [`Repo::issues_page`] makes for a page inside a segment), whatever the
+    /// data, so a read ahead says nothing through the call budget either. Only the list's
+    /// first segment is read ahead, and only forward from its start or a position in it: the
+    /// empty cells of a custom-field sort (a filtered, growing search) are read, if the page
+    /// needs them, after the project is confirmed.
     pub async fn speculate_issues_page(
         &self,
         project: ProjectId,
         sort: IssueSort,
         request: UncheckedRequest,
     ) -> SpeculativePage {
+        let mut segments = issue_segments(&project, &sort);
+        let wanted = request.request();
+        let first_segment_only = segments.len() > 1;
+        let readable = !first_segment_only
+            || (wanted.direction == Direction::Forward
+                && wanted.before.is_none()
+                && wanted.after.as_ref().is_none_or(|p| p.segment == 0));
         let (probe, meter) = self.probe();
-        let read = probe
-            .page(&issue_segments(&project, &sort), request.request())
-            .await;
+        let read = if readable {
+            segments.truncate(1);
+            Some(probe.page(&segments, wanted).await)
+        } else {
+            None
+        };
         SpeculativePage {
             project,
             sort,
             request,
             read,
+            first_segment_only,
             cost: meter.report(),
         }
     }
 
-    /// Keeps a speculative page once its project is loaded (`None`: not found or not the
+    /// Keeps a speculative page once its project is loaded, reading the rest of a page that
+    /// goes on past the list's first segment, (`None`: not found or not the
     /// caller's): returns the page as [`Repo::issues_page`] would have read it, with the
     /// request it answers, when the project is visible, has the sorted field, and the cursors
     /// belong to this list. Otherwise the page is dropped and reported as a miss; the caller
     /// then pages the usual way, which reports whatever is wrong (a field of another
     /// project, a cursor of another list) exactly as without speculation.
-    pub fn confirm_issues_page(
+    pub async fn confirm_issues_page(
         &self,
         speculative: SpeculativePage,
         project: Option<&ProjectData>,
@@ -75,8 +95,10 @@ impl Repo {
             sort,
             request,
             read,
+            first_segment_only,
             cost,
         } = speculative;
+        let read = read?;
         let owner = project.filter(|data| {
             data.project.id == id
                 && self.access.sees(&data.project.tenant)
@@ -97,7 +119,24 @@ impl Repo {
         // From here on the read is the caller's own: it is reported at what it cost, and a
         // failed one too (outages are not secret); a failed read is simply made again.
         self.charge(cost);
-        let page = read.ok()?;
+        let mut page = read.ok()?;
+        if first_segment_only && !page.has_next {
+            // The first segment ended before the page was full: the page goes on in the next
+            // segments (the empty cells), read now that the project is known.
+            let segments = issue_segments(&id, &sort);
+            let rest = paging::fetch_rest(
+                self.store.as_ref(),
+                &segments,
+                &request,
+                &self.budget,
+                page,
+                1,
+            );
+            page = match rest.await {
+                Ok(page) => page,
+                Err(e) => return Some(Err(e.into())),
+            };
+        }
         Some(
             self.issue_rows(tenant, &id, &sort, page)
                 .map(|rows| (request, rows)),
