@@ -10,6 +10,10 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion};
+
+/// The binary's allocator, so the figures are the server's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use gridgate::graphql::{Gateway, GatewayOptions};
 use gridgate::seed::{self, Synthetic};
 use gridgate::sortkey;

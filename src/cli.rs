@@ -18,6 +18,7 @@ use crate::ids::{ProjectId, TenantId};
 use crate::paging::{CursorKeys, Limits};
 use crate::repo::verify;
 use crate::seed::{self, Synthetic};
+use crate::telemetry::TelemetryOptions;
 
 /// Default of `--max-filtered-reads` (the same as [`Limits::default`]).
 const DEFAULT_MAX_FILTERED_READS: u32 = 1000;
@@ -126,6 +127,15 @@ pub struct ServeArgs {
     /// Answer introspection queries (GraphiQL and codegen need them).
     #[arg(long, env = "GRIDGATE_INTROSPECTION", default_value_t = true, action = clap::ArgAction::Set, value_parser = BoolishValueParser::new())]
     pub introspection: bool,
+    /// Record Prometheus metrics and serve them at /metrics on the listen address, without
+    /// authentication (an operator endpoint: aggregate counts only; keep it off the public
+    /// path). `--metrics false` turns both off.
+    #[arg(long, env = "GRIDGATE_METRICS", default_value_t = true, action = clap::ArgAction::Set, value_parser = BoolishValueParser::new())]
+    pub metrics: bool,
+    /// Export tracing spans (requests, and their DynamoDB calls) to this OTLP/HTTP collector,
+    /// e.g. http://127.0.0.1:4318. Needs a build with `--features otlp`; refused otherwise.
+    #[arg(long, env = "GRIDGATE_OTLP_ENDPOINT")]
+    pub otlp_endpoint: Option<String>,
     #[command(flatten)]
     pub limits: LimitArgs,
 }
@@ -220,6 +230,23 @@ pub struct SeedArgs {
     /// Synthetic: random seed (same seed, same data and ids).
     #[arg(long, env = "GRIDGATE_SEED", default_value_t = 1)]
     pub seed: u64,
+}
+
+impl Cli {
+    /// Where to export spans (`serve --otlp-endpoint`), for `main` to set tracing up before
+    /// anything runs. Without a command, `serve`'s from the environment.
+    pub fn otlp_endpoint(&self) -> Option<String> {
+        match &self.command {
+            Some(Command::Serve(args)) => args.otlp_endpoint.clone(),
+            Some(_) => None,
+            None => match Cli::try_parse_from(["gridgate", "serve"]) {
+                Ok(Cli {
+                    command: Some(Command::Serve(args)),
+                }) => args.otlp_endpoint,
+                _ => None,
+            },
+        }
+    }
 }
 
 /// Errors that end a command; printed by `main`.
@@ -393,6 +420,9 @@ async fn serve(args: ServeArgs) -> Result<(), CliError> {
         },
         http: args.limits.http_limits(),
         auth,
+        telemetry: TelemetryOptions {
+            metrics: args.metrics,
+        },
         ..Settings::default()
     };
     app::build(store, settings)

@@ -17,3 +17,4 @@ pub mod repo;
 pub mod seed;
 pub mod sortkey;
 pub mod store;
+pub mod telemetry;

@@ -1,18 +1,32 @@
-//! The `gridgate` binary: parses the command line and hands over to the library.
+//! The `gridgate` binary: parses the command line, sets tracing up and hands over to the
+//! library.
 
 use clap::Parser;
-use tracing_subscriber::EnvFilter;
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,aws=warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+/// mimalloc rather than glibc's malloc: a grid page allocates thousands of small objects and
+/// frees them when the response is written, the pattern mimalloc's free lists are made for.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn main() -> std::process::ExitCode {
     let cli = gridgate::cli::Cli::parse();
-    match gridgate::cli::run(cli).await {
+    // Before the runtime: the OTLP exporter's blocking HTTP client must not be built inside it.
+    let tracing = match gridgate::telemetry::init_tracing(cli.otlp_endpoint().as_deref()) {
+        Ok(guard) => guard,
+        Err(e) => {
+            eprintln!("gridgate: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("the async runtime");
+    let result = runtime.block_on(gridgate::cli::run(cli));
+    drop(runtime);
+    // Outside the runtime: flushing spans blocks.
+    tracing.shutdown();
+    match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("gridgate: {e}");

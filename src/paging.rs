@@ -180,13 +180,14 @@ impl Scope {
         if scope != self.name {
             return Err(PagingError::ForeignCursor { arg });
         }
-        Ok(position)
+        checked(arg, position)
     }
 }
 
 impl CursorKeys {
     /// Decodes a cursor this server signed, without yet asking which list it belongs to:
-    /// returns the name of its list's scope and the position.
+    /// returns the name of its list's scope and the position (not yet checked, see
+    /// [`checked`]).
     fn open(&self, arg: &'static str, cursor: &str) -> Result<(String, Position), PagingError> {
         let malformed = PagingError::MalformedCursor { arg };
         if cursor.len() > MAX_CURSOR_BYTES {
@@ -203,17 +204,22 @@ impl CursorKeys {
         if body.version != CURSOR_VERSION {
             return Err(malformed);
         }
-        // Even a signed cursor is checked: a key DynamoDB would reject must never reach it.
-        let p = &body.position;
-        let plausible = p.segment < MAX_SEGMENTS
-            && !p.pk.is_empty()
-            && p.pk.len() <= MAX_PK_BYTES
-            && !p.gsi1sk.is_empty()
-            && p.gsi1sk.len() <= crate::sortkey::MAX_SORT_KEY_BYTES;
-        if !plausible {
-            return Err(malformed);
-        }
         Ok((body.scope, body.position))
+    }
+}
+
+/// Even a signed cursor's position is checked: a key DynamoDB would reject must never reach it.
+fn checked(arg: &'static str, position: Position) -> Result<Position, PagingError> {
+    let p = &position;
+    let plausible = p.segment < MAX_SEGMENTS
+        && !p.pk.is_empty()
+        && p.pk.len() <= MAX_PK_BYTES
+        && !p.gsi1sk.is_empty()
+        && p.gsi1sk.len() <= crate::sortkey::MAX_SORT_KEY_BYTES;
+    if plausible {
+        Ok(position)
+    } else {
+        Err(PagingError::MalformedCursor { arg })
     }
 }
 
@@ -289,7 +295,7 @@ impl UncheckedRequest {
             };
             let (scope, position) = keys.open(arg, cursor)?;
             scopes.push((arg, scope));
-            Ok(Some(position))
+            checked(arg, position).map(Some)
         };
         let after = open("after", after)?;
         let before = open("before", before)?;

@@ -10,14 +10,13 @@
 
 mod support;
 
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 use support::app::{Backend, TestApp};
+use support::npm::Packages;
 
 /// The audited version of `graphql-http`, and of its peer dependency `graphql`.
 const GRAPHQL_HTTP_VERSION: &str = "1.23.1";
@@ -35,104 +34,18 @@ const EXPECTED_WARNINGS: &[&str] = &[];
 /// The npm prefix holding `node_modules/graphql-http` at the pinned version.
 fn graphql_http() -> &'static Path {
     static INSTALLED: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    match INSTALLED.get_or_init(install) {
+    let packages = Packages {
+        home_env: HOME_ENV,
+        default_dir: "graphql-http",
+        packages: &[
+            ("graphql-http", GRAPHQL_HTTP_VERSION),
+            ("graphql", GRAPHQL_VERSION),
+        ],
+    };
+    match INSTALLED.get_or_init(|| packages.install()) {
         Ok(prefix) => prefix,
         Err(message) => panic!("{message}"),
     }
-}
-
-fn install() -> Result<PathBuf, String> {
-    let home = cache_dir();
-    let dest = home.join(format!(
-        "graphql-http-{GRAPHQL_HTTP_VERSION}-graphql-{GRAPHQL_VERSION}"
-    ));
-    if installed(&dest) {
-        return Ok(dest);
-    }
-    fs::create_dir_all(&home).map_err(|e| format!("cannot create {}: {e}", home.display()))?;
-    // Install into a directory of our own, then move it in place: concurrent test processes
-    // never see half an installation.
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let tmp = home.join(format!(".install-{}-{nanos}", std::process::id()));
-    let specs = [
-        format!("graphql-http@{GRAPHQL_HTTP_VERSION}"),
-        format!("graphql@{GRAPHQL_VERSION}"),
-    ];
-    let output = Command::new("npm")
-        .arg("install")
-        .arg("--prefix")
-        .arg(&tmp)
-        .args(&specs)
-        .args([
-            "--ignore-scripts",
-            "--no-audit",
-            "--no-fund",
-            "--loglevel=error",
-        ])
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| {
-            format!("could not run `npm install` ({e}): the audit needs Node.js 18+ and npm")
-        })?;
-    if !output.status.success() {
-        let _ = fs::remove_dir_all(&tmp);
-        return Err(format!(
-            "`npm install {}` failed ({}):\n{}{}\nIf the npm registry is not reachable, point \
-             {HOME_ENV} at a directory that already holds it.",
-            specs.join(" "),
-            output.status,
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        ));
-    }
-    if let Err(e) = fs::rename(&tmp, &dest) {
-        let _ = fs::remove_dir_all(&tmp);
-        // Another process may have won the race.
-        if !installed(&dest) {
-            return Err(format!(
-                "cannot move {} to {}: {e}",
-                tmp.display(),
-                dest.display()
-            ));
-        }
-    }
-    if installed(&dest) {
-        Ok(dest)
-    } else {
-        Err(format!("no graphql-http under {}", dest.display()))
-    }
-}
-
-fn installed(prefix: &Path) -> bool {
-    let manifest = prefix.join("node_modules/graphql-http/package.json");
-    fs::read_to_string(manifest)
-        .ok()
-        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
-        .is_some_and(|package| package["version"] == GRAPHQL_HTTP_VERSION)
-}
-
-/// `$GRIDGATE_GRAPHQL_HTTP_HOME`, else `<target dir>/graphql-http`.
-fn cache_dir() -> PathBuf {
-    if let Some(home) = std::env::var_os(HOME_ENV).filter(|v| !v.is_empty()) {
-        return PathBuf::from(home);
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            option_env!("CARGO_TARGET_TMPDIR")
-                .and_then(|tmp| Path::new(tmp).parent().map(Path::to_path_buf))
-        })
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
-    let target = if target.is_absolute() {
-        target
-    } else {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join(target)
-    };
-    target.join("graphql-http")
 }
 
 /// One audit's outcome, as `tests/support/graphql_http_audit.mjs` prints it.

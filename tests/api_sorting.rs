@@ -352,7 +352,12 @@ async fn grid_pages_stay_within_the_call_budget(backend: Backend) {
         let mut orders = vec![
             ("NUM", json!({"field": "NUM"}), 2, 1),
             ("NAME", json!({"field": "NAME"}), 3, 2),
-            ("STATE", json!({"field": "STATE", "direction": "DESC"}), 3, 2),
+            (
+                "STATE",
+                json!({"field": "STATE", "direction": "DESC"}),
+                3,
+                2,
+            ),
         ];
         for f in &field_list {
             let valued = rows.iter().filter(|r| r.values.contains_key(&f.id)).count();
@@ -528,7 +533,6 @@ async fn read_cap_is_shared_by_a_request(backend: Backend) {
     assert_eq!(next.nums, vec![1, 2]);
 }
 
-
 /// Pages read ahead of their project are exact: one read per distinct page, none for a skipped
 /// field, and a page of a project nobody can see is reported as a miss beside the project's.
 async fn prefetched_pages_are_read_once(backend: Backend) {
@@ -587,7 +591,10 @@ async fn prefetched_pages_are_read_once(backend: Backend) {
         json!({"p": "project-35e9", "o": {"field": "CUSTOM_FIELD", "customFieldId": "xattrib-0000"}}),
     )
     .await;
-    assert_eq!(body["errors"][0]["extensions"]["code"], "BAD_USER_INPUT", "{body:#}");
+    assert_eq!(
+        body["errors"][0]["extensions"]["code"], "BAD_USER_INPUT",
+        "{body:#}"
+    );
     let (first, _) = run(
         r#"query($p: ID!) { project(id: $p) { issues(first: 1) { pageInfo { endCursor } } } }"#,
         json!({"p": "project-35e9"}),
@@ -599,7 +606,10 @@ async fn prefetched_pages_are_read_once(backend: Backend) {
         json!({"p": "project-35e9", "c": cursor}),
     )
     .await;
-    assert_eq!(body["errors"][0]["extensions"]["code"], "BAD_USER_INPUT", "{body:#}");
+    assert_eq!(
+        body["errors"][0]["extensions"]["code"], "BAD_USER_INPUT",
+        "{body:#}"
+    );
 }
 
 crate::both_stores!(

@@ -446,3 +446,56 @@ async fn sigterm_stops_the_server() {
     // It no longer accepts connections.
     assert!(reqwest::Client::new().post(&url).send().await.is_err());
 }
+
+/// `serve` answers `/metrics` in the Prometheus text format, unless `--metrics false` (or its
+/// variable) turns metrics off.
+#[tokio::test]
+async fn metrics_are_served_unless_turned_off() {
+    let client = reqwest::Client::new();
+    for (flags, env, status) in [
+        (&[][..], &[][..], 200),
+        (&["--metrics", "false"][..], &[][..], 404),
+        (&[][..], &[("GRIDGATE_METRICS", "off")][..], 404),
+    ] {
+        let cli = Cli::new(Backend::Embedded);
+        let (server, url) = cli.serve_with(flags, env);
+        post_query(&url, "{ __typename }").await;
+        let metrics_url = url.replace("/graphql", "/metrics");
+        let response = client.get(&metrics_url).send().await.expect("GET /metrics");
+        assert_eq!(response.status(), status, "{flags:?} {env:?}");
+        if status == 200 {
+            let text = response.text().await.unwrap();
+            assert!(
+                text.contains("gridgate_requests_total{code=\"ok\",type=\"query\"} 1\n"),
+                "{text}"
+            );
+        }
+        drop(server);
+    }
+}
+
+/// Without the `otlp` feature, asking for OTLP export is refused with a reason, by flag or by
+/// variable (a variable silently ignored would leave an operator without traces).
+#[cfg(not(feature = "otlp"))]
+#[test]
+fn otlp_export_needs_the_feature() {
+    for (flags, env) in [
+        (&["--otlp-endpoint", "http://127.0.0.1:4318"][..], &[][..]),
+        (
+            &[][..],
+            &[("GRIDGATE_OTLP_ENDPOINT", "http://127.0.0.1:4318")][..],
+        ),
+    ] {
+        let cli = Cli::new(Backend::Embedded);
+        let mut sub = vec!["serve", "--listen", "127.0.0.1:0"];
+        sub.extend(flags);
+        let out = cli
+            .command(&sub)
+            .envs(env.iter().copied())
+            .output()
+            .expect("run gridgate");
+        assert!(!out.status.success(), "{flags:?} {env:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("--features otlp"), "{stderr}");
+    }
+}

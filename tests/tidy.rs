@@ -294,3 +294,30 @@ fn architecture_code_map_names_every_module() {
         );
     }
 }
+
+#[test]
+fn metrics_are_defined_in_one_place() {
+    // Every metric is defined in telemetry/metrics.rs, in a registry per application; only
+    // the instrumented store records DynamoDB calls.
+    for (path, text) in src_files() {
+        let code = non_test_code(&text);
+        if !path.starts_with("src/telemetry/") {
+            assert!(
+                !code.contains("prometheus::"),
+                "{path} uses the prometheus crate: define metrics in src/telemetry/metrics.rs"
+            );
+        }
+        if path != "src/telemetry/metrics.rs" {
+            assert!(
+                !code.contains("\"gridgate_"),
+                "{path} names a metric: only src/telemetry/metrics.rs may"
+            );
+        }
+        if path != "src/store/instrumented.rs" && !path.starts_with("src/telemetry/") {
+            assert!(
+                !code.contains("StoreMetrics"),
+                "{path} records store metrics: only src/store/instrumented.rs may"
+            );
+        }
+    }
+}

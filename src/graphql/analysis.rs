@@ -107,9 +107,12 @@ impl Default for QueryLimits {
     /// - `max_cost` 10,000: the 100-row grid page costs 4,245, so two of them fit in one
     ///   request, while nesting one 100-row page inside another (each issue's project's 100
     ///   issues) costs over 20,000 and is refused.
-    /// - `max_depth` 12: the grid page nests 7 levels; the deepest useful path (tenant →
-    ///   projects → edges → node → issues → edges → node → fieldValues → field → id) nests 10.
-    ///   The schema's own depth limit stays as a backstop behind this one.
+    /// - `max_depth` 15: the grid page nests 7 levels; the deepest useful path (tenant →
+    ///   projects → edges → node → issues → edges → node → fieldValues → field → id) nests 10;
+    ///   the introspection queries GraphiQL 3 and GraphQL Playground send when they load nest
+    ///   15 and 13 (type references unwrapped seven times), and the explorers need them. Depth
+    ///   costs little by itself here, since the cost limit prices every level's fan-out. The
+    ///   schema's own depth limit (16) stays as a backstop behind this one.
     /// - `max_aliases` 30: a grid aliases one `fieldValue(fieldId:)` per visible column, and 30
     ///   columns fill a wide screen; more aliases only serve fanning one expensive field out
     ///   (1,000 copies of a project's page of issues).
@@ -124,7 +127,7 @@ impl Default for QueryLimits {
     fn default() -> Self {
         QueryLimits {
             max_cost: 10_000,
-            max_depth: 12,
+            max_depth: 15,
             max_aliases: 30,
             max_root_fields: 20,
             max_directives: 50,

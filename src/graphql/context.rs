@@ -1,18 +1,16 @@
-//! The per-request context, as an async-graphql extension: everything one GraphQL request gets
-//! of its own — a metered view of the store, a repo and write layer over it, fresh loaders —
-//! and everything every response gets on the way out: fields in selection order, failed fields
-//! nulled, a code on every error, and `extensions.cost`.
+//! The per-request context: everything one GraphQL request gets of its own — a metered view of
+//! the store, a repo and write layer over it, fresh loaders — and everything every response
+//! gets on the way out: fields in selection order, failed fields nulled, a code on every
+//! error, and `extensions.cost`.
 //!
-//! Because it is a schema extension, every way of running the schema gets all of this: the
-//! HTTP routes today, a WebSocket route or a JWT-carrying transport later. [`Gateway`] is the
-//! schema built with it, plus the process-wide resources requests are served from.
+//! [`Gateway::execute`] wraps the schema's execution in it, so every transport that runs the
+//! schema through the gateway gets all of this. It is not an async-graphql extension on
+//! purpose: with any extension registered, async-graphql routes every field of every object
+//! through the extension chain (a type lookup, a field lookup and a boxed future per field),
+//! which cost a grid page more than everything it does itself.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use async_graphql::extensions::{
-    Extension, ExtensionContext, ExtensionFactory, NextExecute, NextParseQuery, NextPrepareRequest,
-    NextRequest,
-};
 use async_graphql::parser::types::{ExecutableDocument, OperationDefinition, OperationType};
 use async_graphql::{Request, Response, ServerError, ServerResult, Value, Variables};
 
@@ -26,6 +24,7 @@ use crate::repo::sweep::SweepHandle;
 use crate::repo::writes::{RetryPolicy, WriteStats, Writes};
 use crate::repo::Repo;
 use crate::store::{CallBudget, CostMeter, DynStore};
+use crate::telemetry::RequestFacts;
 
 /// The serving schema and the process-wide resources requests are served from.
 pub struct Gateway {
@@ -98,9 +97,7 @@ impl Gateway {
         });
         // Suggestions ("did you mean ...") would let a client enumerate the schema even with
         // introspection off, and cost time on every misspelt field.
-        let mut builder = schema_builder()
-            .disable_suggestions()
-            .extension(RequestContextFactory(shared.clone()));
+        let mut builder = schema_builder().disable_suggestions();
         if !introspection {
             builder = builder.disable_introspection();
         }
@@ -125,56 +122,56 @@ impl Gateway {
         &self.schema
     }
 
-    /// Runs one request.
+    /// Runs one request: prepares its context, executes it with its loader batches beside it,
+    /// and finishes its response.
     pub async fn execute(&self, request: Request) -> Response {
-        self.schema.execute(request).await
+        let mut context = RequestContext::new(&self.shared);
+        let mut response = match context.prepare(request) {
+            Ok(request) => context.batches.drive(self.schema.execute(request)).await,
+            Err(error) => Response::from_errors(vec![error]),
+        };
+        context.finish(&mut response);
+        response
     }
 }
 
-/// Creates one [`RequestContext`] per request.
-struct RequestContextFactory(Arc<Shared>);
-
-impl ExtensionFactory for RequestContextFactory {
-    fn create(&self) -> Arc<dyn Extension> {
-        let options = &self.0.options;
-        Arc::new(RequestContext {
-            shared: self.0.clone(),
-            meter: CostMeter::new(),
-            budget: CallBudget::new(options.max_calls, options.max_read_units),
-            query: Mutex::new(None),
-            access: Mutex::new(Access::Unrestricted),
-            batches: Batches::default(),
-        })
-    }
-}
-
-/// One request's context: its cost meter and call budget, who it runs as, and the query
-/// text for shaping its response.
+/// One request's context: its cost meter and call budget, who it runs as, and its parsed
+/// document for shaping its response.
 struct RequestContext {
     shared: Arc<Shared>,
     meter: Arc<CostMeter>,
     budget: Arc<CallBudget>,
-    /// The query and operation name, kept from `prepare_request` for `request`.
-    query: Mutex<Option<(String, Option<String>)>>,
-    /// The caller, from the request's data (the transport authenticates it).
-    access: Mutex<Access>,
+    /// The parsed document and operation name, kept for shaping the response (a copy of the
+    /// tree async-graphql executes, not a second parse).
+    document: Option<(ExecutableDocument, Option<String>)>,
     /// Where the request's loader batches run (see [`Batches`]).
     batches: Batches,
 }
 
 impl RequestContext {
+    fn new(shared: &Arc<Shared>) -> Self {
+        let options = &shared.options;
+        RequestContext {
+            shared: shared.clone(),
+            meter: CostMeter::new(),
+            budget: CallBudget::new(options.max_calls, options.max_read_units),
+            document: None,
+            batches: Batches::default(),
+        }
+    }
+
     /// Prices and bounds the parsed document before it is validated or run, and checks the
     /// caller may run its kind of operation.
-    fn admit(&self, doc: &ExecutableDocument, variables: &Variables) -> ServerResult<()> {
-        let operation_name = self
-            .query
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-            .and_then(|(_, name)| name.clone());
+    fn admit(
+        &self,
+        doc: &ExecutableDocument,
+        operation_name: Option<&str>,
+        variables: &Variables,
+        access: &Access,
+    ) -> ServerResult<()> {
         analysis::analyze(
             doc,
-            operation_name.as_deref(),
+            operation_name,
             variables,
             &self.shared.types,
             &self.shared.options.query_limits,
@@ -191,7 +188,7 @@ impl RequestContext {
             };
             code.error(r.to_string())
         })?;
-        let operation = analysis::select_operation(doc, operation_name.as_deref()).ok();
+        let operation = analysis::select_operation(doc, operation_name).ok();
         if let Some(operation) = operation {
             check_variables(operation, variables)?;
             if !self.shared.options.introspection && introspects(doc, operation) {
@@ -204,11 +201,6 @@ impl RequestContext {
             Some(OperationType::Mutation) => &[Permission::Read, Permission::Write],
             _ => &[Permission::Read],
         };
-        let access = self
-            .access
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
         if let Some(missing) = needed.iter().find(|p| !access.may(**p)) {
             return Err(ErrorCode::Forbidden.error(format!(
                 "this operation needs the `{}` scope",
@@ -271,16 +263,10 @@ fn check_variables(operation: &OperationDefinition, variables: &Variables) -> Se
     Ok(())
 }
 
-#[async_trait::async_trait]
-impl Extension for RequestContext {
+impl RequestContext {
     /// Attaches the request's own metered store, repo, writes and loaders (never shared
-    /// between requests).
-    async fn prepare_request(
-        &self,
-        ctx: &ExtensionContext<'_>,
-        request: Request,
-        next: NextPrepareRequest<'_>,
-    ) -> ServerResult<Request> {
+    /// between requests), after refusing what must not run.
+    fn prepare(&mut self, request: Request) -> ServerResult<Request> {
         let shared = &self.shared;
         let options = &shared.options;
         // Hostile documents are refused by size before anything parses them.
@@ -292,7 +278,36 @@ impl Extension for RequestContext {
             .and_then(|d| d.downcast_ref::<Access>())
             .cloned()
             .unwrap_or(Access::Unrestricted);
-        *self.access.lock().unwrap_or_else(|e| e.into_inner()) = access.clone();
+        // The transport's record of the request (operation type and name, for its metrics
+        // and span), filled in as soon as the document is parsed, refused or not.
+        let facts = request
+            .data
+            .get(&std::any::TypeId::of::<Arc<RequestFacts>>())
+            .and_then(|d| d.downcast_ref::<Arc<RequestFacts>>())
+            .cloned();
+        // Parse and price the document here, before async-graphql's own checks walk it:
+        // its recursion-depth check follows every fragment spread without memoizing, so a
+        // spread-doubling bomb 31 levels deep (2^31 visits) would pin a worker thread for
+        // minutes before async-graphql ever saw the document. The parsed document is kept in
+        // the request, so it is not parsed twice.
+        let mut request = request;
+        let variables = std::mem::take(&mut request.variables);
+        let operation_name = request.operation_name.clone();
+        let admitted = match request.parsed_query() {
+            Ok(doc) => {
+                if let Some(facts) = &facts {
+                    facts.note_operation(doc, operation_name.as_deref());
+                }
+                let admitted = self.admit(doc, operation_name.as_deref(), &variables, &access);
+                if admitted.is_ok() {
+                    self.document = Some((doc.clone(), operation_name));
+                }
+                admitted
+            }
+            Err(e) => Err(ErrorCode::GraphqlParseFailed.tag(e)),
+        };
+        request.variables = variables;
+        admitted?;
         let repo = Repo::for_request(
             shared.store.clone(),
             self.meter.clone(),
@@ -305,68 +320,16 @@ impl Extension for RequestContext {
             .with_retry(options.retry)
             .with_stats(shared.write_stats.clone());
         let loader: RequestLoader = Loaders::for_request(repo.clone(), &self.batches);
-        *self.query.lock().unwrap_or_else(|e| e.into_inner()) =
-            Some((request.query.clone(), request.operation_name.clone()));
-        // Parse and price the document here, before async-graphql's own checks walk it:
-        // its recursion-depth check follows every fragment spread without memoizing, so a
-        // spread-doubling bomb 31 levels deep (2^31 visits) would pin a worker thread for
-        // minutes before `parse_query` below ever saw the document. The parsed document is
-        // kept in the request, so it is not parsed twice.
-        let mut request = request;
-        let variables = std::mem::take(&mut request.variables);
-        let admitted = match request.parsed_query() {
-            Ok(doc) => self.admit(doc, &variables),
-            Err(e) => Err(ErrorCode::GraphqlParseFailed.tag(e)),
-        };
-        request.variables = variables;
-        admitted?;
-        next.run(
-            ctx,
-            request
-                .data(repo)
-                .data(loader)
-                .data(writes)
-                .data(super::prefetch::Prefetched::default()),
-        )
-        .await
-    }
-
-    /// Runs the operation with the request's loader batches beside it (see [`Batches`]).
-    async fn execute(
-        &self,
-        ctx: &ExtensionContext<'_>,
-        operation_name: Option<&str>,
-        next: NextExecute<'_>,
-    ) -> Response {
-        self.batches.drive(next.run(ctx, operation_name)).await
-    }
-
-    /// Runs async-graphql's checks of the (already parsed and admitted) document, coding
-    /// their refusals: the recursion-depth limit is `LIMIT_EXCEEDED`, anything else a
-    /// `GRAPHQL_PARSE_FAILED`.
-    async fn parse_query(
-        &self,
-        ctx: &ExtensionContext<'_>,
-        query: &str,
-        variables: &Variables,
-        next: NextParseQuery<'_>,
-    ) -> ServerResult<ExecutableDocument> {
-        // The document was parsed and admitted in `prepare_request`; what can fail here is
-        // async-graphql's recursion-depth check (nested inline fragments, say), a limit.
-        next.run(ctx, query, variables).await.map_err(|e| {
-            let code = if e.message.starts_with("The recursion depth") {
-                ErrorCode::LimitExceeded
-            } else {
-                ErrorCode::GraphqlParseFailed
-            };
-            code.tag(e)
-        })
+        Ok(request
+            .data(repo)
+            .data(loader)
+            .data(writes)
+            .data(super::prefetch::Prefetched::default()))
     }
 
     /// Shapes the response (selection order, failed fields nulled), makes sure every error
     /// has a code, and reports the request's cost.
-    async fn request(&self, ctx: &ExtensionContext<'_>, next: NextRequest<'_>) -> Response {
-        let mut response = next.run(ctx).await;
+    fn finish(&mut self, response: &mut Response) {
         if self.budget.exceeded() {
             // The request stops as a whole: a partial answer would bill the caller for work
             // it did not get and invite retrying the same expensive request.
@@ -377,12 +340,11 @@ impl Extension for RequestContext {
                 self.shared.options.max_calls, self.shared.options.max_read_units
             ))];
         }
-        let query = self.query.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some((query, operation_name)) = query {
+        if let Some((doc, operation_name)) = self.document.take() {
             self.shared.order.shape(
                 &mut response.data,
                 &response.errors,
-                &query,
+                &doc,
                 operation_name.as_deref(),
             );
         }
@@ -406,7 +368,6 @@ impl Extension for RequestContext {
         response
             .extensions
             .insert("cost".into(), Value::Object(fields));
-        response
     }
 }
 
@@ -421,7 +382,10 @@ fn ensure_code(error: &mut ServerError) {
     if has_code {
         return;
     }
-    let code = if error.path.is_empty() {
+    let code = if error.path.is_empty() && error.message.starts_with("The recursion depth") {
+        // async-graphql's own recursion-depth check (nested inline fragments), a limit.
+        ErrorCode::LimitExceeded
+    } else if error.path.is_empty() {
         ErrorCode::GraphqlValidationFailed
     } else if error.message.starts_with("Failed to parse \"") {
         // async-graphql's own coercion of an argument value (an Int out of range, say): the

@@ -44,6 +44,31 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
+    /// Every code (the metrics' `code` label takes no other value but `ok`).
+    pub const ALL: [ErrorCode; 14] = [
+        ErrorCode::BadUserInput,
+        ErrorCode::NotFound,
+        ErrorCode::Conflict,
+        ErrorCode::StoreUnavailable,
+        ErrorCode::GraphqlValidationFailed,
+        ErrorCode::BadRequest,
+        ErrorCode::InternalServerError,
+        ErrorCode::Throttled,
+        ErrorCode::Unauthenticated,
+        ErrorCode::Forbidden,
+        ErrorCode::GraphqlParseFailed,
+        ErrorCode::LimitExceeded,
+        ErrorCode::Timeout,
+        ErrorCode::Overloaded,
+    ];
+
+    /// The code spelled `text`, if it is one.
+    pub fn parse(text: &str) -> Option<ErrorCode> {
+        ErrorCode::ALL
+            .into_iter()
+            .find(|code| code.as_str() == text)
+    }
+
     /// A request-level error (no path) with this code.
     pub fn error(self, message: impl Into<String>) -> async_graphql::ServerError {
         self.tag(async_graphql::ServerError::new(message, None))

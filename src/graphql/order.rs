@@ -76,21 +76,17 @@ impl ResponseOrder {
         order
     }
 
-    /// Shapes a response's `data` for the operation `operation_name` of `query`, parsing the
-    /// query once: fields back in selection order, then failed fields (errors with a path)
-    /// set to null, propagating to the parent while the position is non-null, and to the whole
-    /// `data` when the root field is. A query that does not parse leaves `data` as it is (it
-    /// produced no data anyway).
+    /// Shapes a response's `data` for the operation `operation_name` of the parsed `doc`:
+    /// fields back in selection order, then failed fields (errors with a path) set to null,
+    /// propagating to the parent while the position is non-null, and to the whole `data` when
+    /// the root field is.
     pub fn shape(
         &self,
         data: &mut Value,
         errors: &[ServerError],
-        query: &str,
+        doc: &ExecutableDocument,
         operation_name: Option<&str>,
     ) {
-        let Ok(doc) = async_graphql::parser::parse_query(query) else {
-            return;
-        };
         let operation = match &doc.operations {
             DocumentOperations::Single(op) => op,
             DocumentOperations::Multiple(ops) => match operation_name.and_then(|n| ops.get(n)) {
@@ -98,10 +94,7 @@ impl ResponseOrder {
                 None => return,
             },
         };
-        let walk = Walk {
-            order: self,
-            doc: &doc,
-        };
+        let walk = Walk { order: self, doc };
         let root_set = &operation.node.selection_set.node;
         let root = self.root_type(operation.node.ty);
         walk.reorder(data, &[root_set], Some(root));
@@ -440,7 +433,8 @@ mod tests {
             "z": {"id": "t", "name": "T"}
         }))
         .unwrap();
-        order().shape(&mut data, &[], query, Some("Q"));
+        let doc = async_graphql::parser::parse_query(query).unwrap();
+        order().shape(&mut data, &[], &doc, Some("Q"));
         assert_eq!(keys(&data), ["z", "m", "a"]);
         let Value::Object(top) = &data else {
             panic!("object")
@@ -469,7 +463,8 @@ mod tests {
             ]
         }))
         .unwrap();
-        order().shape(&mut data, &[], query, None);
+        let doc = async_graphql::parser::parse_query(query).unwrap();
+        order().shape(&mut data, &[], &doc, None);
         let Value::Object(top) = &data else {
             panic!("object")
         };

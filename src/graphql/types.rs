@@ -15,7 +15,7 @@ use super::error::{ApiError, ApiResult};
 use super::prefetch::{self, PageKey};
 use crate::ids::{FieldId, ProjectId, TenantId};
 use crate::loaders::RequestLoader;
-use crate::model::{self, FieldValue, ProjectData};
+use crate::model::{self, ProjectData};
 use crate::paging::{Direction, PageRequest};
 use crate::repo::{IssueKey, IssueRow, IssueSort, Paged, Repo, SortField};
 
@@ -403,9 +403,7 @@ impl CustomFieldValue {
     fn new(field: model::CustomField, raw: &str) -> Self {
         // Stored numbers may come back in another spelling (DynamoDB normalizes them); the
         // canonical text is what clients see.
-        let value = FieldValue::parse(field.field_type, raw)
-            .map(|v| v.to_string())
-            .unwrap_or_else(|_| raw.to_string());
+        let value = model::canonical_text(field.field_type, raw).into_owned();
         CustomFieldValue { field, value }
     }
 }

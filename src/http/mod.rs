@@ -1,8 +1,11 @@
-//! HTTP: the transport. Routes `/graphql` (POST, GET, GraphiQL), `/playground`, `/healthz`
-//! and `/readyz`; follows the GraphQL-over-HTTP spec's content negotiation and status codes;
-//! authenticates the caller; and bounds every request (size, headers, time, requests in
-//! flight), answering every refusal as a JSON GraphQL error with a code and the request id.
+//! HTTP: the transport. Routes `/graphql` (POST, GET, GraphiQL), `/graphiql`, `/playground`,
+//! `/assets/` (the browser pages, in `pages`), `/healthz` and `/readyz`; follows the
+//! GraphQL-over-HTTP spec's content negotiation and status codes; authenticates the caller;
+//! and bounds every request (size, headers, time, requests in flight), answering every
+//! refusal as a JSON GraphQL error with a code and the request id.
 //! The server loop ([`serve`]) adds header-read timeouts and a bounded graceful shutdown.
+//! `/metrics` serves the application's Prometheus metrics (see `metrics`); every request runs
+//! in a `request` span carrying its id, to which the GraphQL layer adds the operation.
 //!
 //! Each GraphQL request is run by [`Gateway::execute`], whose schema extension does the
 //! per-request wiring; this module only decides who the caller is and what goes on the wire.
@@ -10,12 +13,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_graphql::http::{playground_source, GraphQLPlaygroundConfig, GraphiQLSource};
 use axum::body::{Body, Bytes};
 use axum::extract::{RawQuery, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use tokio::sync::Semaphore;
@@ -25,7 +27,10 @@ use crate::auth::{Access, Authenticator};
 use crate::graphql::analysis::select_operation;
 use crate::graphql::error::ErrorCode;
 use crate::graphql::Gateway;
+use crate::telemetry::{Metrics, OperationKind, RequestFacts};
 
+mod metrics;
+mod pages;
 mod server;
 mod wire;
 
@@ -98,6 +103,7 @@ pub struct Http {
     auth: Authenticator,
     pub limits: HttpLimits,
     in_flight: Arc<Semaphore>,
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl Http {
@@ -107,7 +113,14 @@ impl Http {
             auth,
             in_flight: Arc::new(Semaphore::new(limits.max_in_flight)),
             limits,
+            metrics: None,
         }
+    }
+
+    /// Counts requests in `metrics` and serves them at `/metrics` (404 without).
+    pub fn with_metrics(mut self, metrics: Option<Arc<Metrics>>) -> Self {
+        self.metrics = metrics;
+        self
     }
 }
 
@@ -128,12 +141,19 @@ pub fn router(state: AppState) -> Router {
         ));
     Router::new()
         .route("/graphql", graphql)
-        .route("/playground", get(playground).fallback(get_only))
+        .route("/graphiql", get(pages::graphiql_page).fallback(get_only))
+        .route("/playground", get(pages::playground).fallback(get_only))
+        .route("/assets/{name}", get(pages::asset).fallback(get_only))
         .route("/healthz", get(healthz).fallback(get_only))
         .route("/readyz", get(readyz).fallback(get_only))
+        .route("/metrics", get(metrics::scrape).fallback(get_only))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), bound_head))
         .layer(cors())
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            metrics::observe,
+        ))
         .layer(middleware::from_fn(request_id))
         .with_state(state)
 }
@@ -157,7 +177,10 @@ fn cors() -> CorsLayer {
 // Middleware.
 
 /// Gives every request an id (the client's, when printable and at most 128 bytes), runs it in
-/// a span carrying the id, and returns the id in the response header.
+/// a span carrying the id, and returns the id in the response header. The span is the
+/// request's trace: the GraphQL layer records the operation's type and name and the
+/// request's cost on it, this middleware the outcome code, and every store call of the
+/// request is a `dynamodb` span below it.
 async fn request_id(mut request: Request, next: Next) -> Response {
     let id: Arc<str> = request
         .headers()
@@ -172,12 +195,21 @@ async fn request_id(mut request: Request, next: Next) -> Response {
         request_id = %id,
         method = %request.method(),
         path = %request.uri().path(),
+        operation_type = tracing::field::Empty,
+        operation_name = tracing::field::Empty,
+        code = tracing::field::Empty,
+        dynamodb_calls = tracing::field::Empty,
+        read_units = tracing::field::Empty,
+        write_units = tracing::field::Empty,
     );
     let started = std::time::Instant::now();
     let mut response = {
         use tracing::Instrument;
         next.run(request).instrument(span.clone()).await
     };
+    if let Some(outcome) = response.extensions().get::<metrics::Outcome>() {
+        span.record("code", outcome.code);
+    }
     span.in_scope(|| {
         tracing::info!(
             status = response.status().as_u16(),
@@ -312,6 +344,8 @@ struct Call {
     id: RequestId,
     media: Media,
     access: Access,
+    /// What the GraphQL layer learns of the request (its operation), on the request's span.
+    facts: Arc<RequestFacts>,
 }
 
 /// Negotiates the response type and authenticates the caller, or refuses.
@@ -329,7 +363,12 @@ fn admit(state: &Http, id: RequestId, headers: &HeaderMap) -> Result<Call, Box<R
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
     match state.auth.authenticate(authorization) {
-        Ok(access) => Ok(Call { id, media, access }),
+        Ok(access) => Ok(Call {
+            id,
+            media,
+            access,
+            facts: Arc::new(RequestFacts::new(tracing::Span::current())),
+        }),
         Err(e) => {
             tracing::info!(reason = %e, "unauthenticated request");
             let mut response = refuse(
@@ -374,14 +413,19 @@ async fn run(state: &Http, call: Call, request: async_graphql::Request) -> Respo
     if let Some(refusal) = check_query_length(state, &call, &request.query) {
         return refusal;
     }
-    let request = request.data(call.access);
-    match tokio::time::timeout(state.limits.request_timeout, state.gateway.execute(request)).await {
-        Ok(response) => graphql_response(
-            response,
-            call.media,
-            &call.id,
-            state.limits.max_response_bytes,
-        ),
+    let request = request.data(call.access).data(call.facts.clone());
+    let execution =
+        tokio::time::timeout(state.limits.request_timeout, state.gateway.execute(request)).await;
+    let mut response = match execution {
+        Ok(response) => {
+            call.facts.note_cost(&response);
+            graphql_response(
+                response,
+                call.media,
+                &call.id,
+                state.limits.max_response_bytes,
+            )
+        }
         Err(_) => {
             tracing::warn!("request timed out");
             refuse(
@@ -395,7 +439,9 @@ async fn run(state: &Http, call: Call, request: async_graphql::Request) -> Respo
                 call.media,
             )
         }
-    }
+    };
+    metrics::set_operation(&mut response, call.facts.operation());
+    response
 }
 
 async fn graphql_post(State(state): State<AppState>, request: Request) -> Response {
@@ -548,7 +594,7 @@ async fn graphql_get(
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.contains("text/html"));
         if wants_html {
-            return Html(GraphiQLSource::build().endpoint("/graphql").finish()).into_response();
+            return pages::graphiql();
         }
         return refuse(
             StatusCode::BAD_REQUEST,
@@ -602,6 +648,7 @@ async fn graphql_get(
         response
             .headers_mut()
             .insert(header::ALLOW, HeaderValue::from_static("POST"));
+        metrics::set_operation(&mut response, OperationKind::Mutation);
         return response;
     }
     run(&state, call, graphql).await
@@ -617,10 +664,6 @@ fn is_mutation(request: &mut async_graphql::Request) -> bool {
     request.parsed_query().is_ok_and(|doc| {
         select_operation(doc, name.as_deref()).is_ok_and(|op| op.ty == OperationType::Mutation)
     })
-}
-
-async fn playground() -> Html<String> {
-    Html(playground_source(GraphQLPlaygroundConfig::new("/graphql")))
 }
 
 /// Liveness: 200 while the process serves HTTP at all (restarting it would not help a store

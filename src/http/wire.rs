@@ -5,11 +5,14 @@
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
+use super::metrics::{Outcome, OK};
 use super::{RequestId, APPLICATION_JSON, GRAPHQL_RESPONSE_JSON};
 use crate::graphql::error::ErrorCode;
+use crate::telemetry::OperationKind;
 
 /// A refusal as GraphQL-over-HTTP clients expect it: `{"errors": [...]}` with a code and the
-/// request id, in the media type the client accepts (see [`media_of`]).
+/// request id, in the media type the client accepts (see [`media_of`]); its [`Outcome`] is
+/// the code.
 pub(super) fn refuse(
     status: StatusCode,
     code: ErrorCode,
@@ -28,6 +31,10 @@ pub(super) fn refuse(
         header::CONTENT_TYPE,
         HeaderValue::from_static(media.content_type()),
     );
+    response.extensions_mut().insert(Outcome {
+        operation: OperationKind::None,
+        code: code.as_str(),
+    });
     response
 }
 
@@ -147,7 +154,8 @@ impl std::io::Write for LimitedWriter {
 }
 
 /// Writes a GraphQL response: the request id on every error, `data` left out of request
-/// errors, and the status the media type calls for.
+/// errors, and the status the media type calls for; its [`Outcome`] is `ok` or the first
+/// error's code.
 pub(super) fn graphql_response(
     mut response: async_graphql::Response,
     media: Media,
@@ -203,6 +211,19 @@ pub(super) fn graphql_response(
         header::CONTENT_TYPE,
         HeaderValue::from_static(media.content_type()),
     );
+    let code = match response.errors.first() {
+        None => OK,
+        // Every error leaves the gateway with one of the codes; anything else would be a bug,
+        // counted as such rather than as a new label value.
+        Some(error) => error_code(error)
+            .and_then(|code| ErrorCode::parse(&code))
+            .unwrap_or(ErrorCode::InternalServerError)
+            .as_str(),
+    };
+    out.extensions_mut().insert(Outcome {
+        operation: OperationKind::None,
+        code,
+    });
     out
 }
 

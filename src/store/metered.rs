@@ -217,6 +217,10 @@ impl Store for Metered {
         self.inner.name()
     }
 
+    fn table_name(&self) -> &str {
+        self.inner.table_name()
+    }
+
     async fn get(&self, key: &Key) -> Result<GetOutput, StoreError> {
         self.call(self.inner.get(key), |out| out.consumed).await
     }

@@ -4,11 +4,13 @@
 //! carried out (`dynamodb` over the AWS SDK, `embedded` over redb). The physical table layout —
 //! attribute names, the index name — lives in [`table`] so both stores maintain it identically.
 //! Each call reports the read capacity DynamoDB would charge for it ([`capacity`]); [`Metered`]
-//! adds those up per request.
+//! adds those up per request; [`instrumented::Instrumented`] traces and counts them for the
+//! process's metrics.
 
 pub mod capacity;
 pub mod dynamodb;
 pub mod embedded;
+pub mod instrumented;
 pub mod limits;
 mod metered;
 pub mod retry;
@@ -21,6 +23,7 @@ use async_trait::async_trait;
 pub use serde_dynamo::{AttributeValue, Item};
 
 pub use capacity::Capacity;
+pub use instrumented::Instrumented;
 pub use metered::{CallBudget, CostMeter, CostReport, Metered};
 
 /// A shared handle to any store.
@@ -343,6 +346,21 @@ pub enum StoreError {
     BudgetExceeded,
 }
 
+impl StoreError {
+    /// The error's kind, as a metric label and a span field (a bounded set, unlike messages).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            StoreError::Unavailable(_) => "unavailable",
+            StoreError::Throttled(_) => "throttled",
+            StoreError::ConditionFailed { .. } => "condition_failed",
+            StoreError::TransactionConflict(_) => "transaction_conflict",
+            StoreError::Invalid(_) => "invalid",
+            StoreError::Corrupt(_) => "corrupt",
+            StoreError::BudgetExceeded => "budget_exceeded",
+        }
+    }
+}
+
 /// DynamoDB's operations, in the typed form the single-table logic needs.
 ///
 /// Implementations return raw per-call results (including `UnprocessedKeys` and consumed
@@ -351,6 +369,11 @@ pub enum StoreError {
 pub trait Store: Send + Sync + 'static {
     /// A short name for logs and test output: `"embedded"` or `"dynamodb"`.
     fn name(&self) -> &'static str;
+
+    /// The table the store reads and writes, for spans and logs. Wrappers forward it.
+    fn table_name(&self) -> &str {
+        ""
+    }
 
     /// One GetItem call, eventually consistent.
     async fn get(&self, key: &Key) -> Result<GetOutput, StoreError>;

@@ -11,6 +11,7 @@ use std::time::Duration;
 use futures::{StreamExt, TryStreamExt};
 use rand::Rng;
 
+use super::instrumented::unprocessed_retry;
 use super::{Item, Key, Query, Store, StoreError, MAX_BATCH_GET, MAX_BATCH_WRITE};
 
 /// Exponential backoff with full jitter, as AWS recommends for unprocessed batch entries:
@@ -87,7 +88,8 @@ async fn get_chunk(
     let mut items = Vec::with_capacity(pending.len());
     let mut retry = 0;
     loop {
-        let out = store.batch_get(&pending).await?;
+        // Retries are marked for the metrics (`gridgate_dynamodb_unprocessed_retries_total`).
+        let out = unprocessed_retry(retry > 0, store.batch_get(&pending)).await?;
         items.extend(out.items);
         if out.unprocessed.is_empty() {
             return Ok(items);
@@ -145,7 +147,7 @@ async fn put_chunk<S: Store + ?Sized>(
 ) -> Result<(), StoreError> {
     let mut retry = 0;
     loop {
-        let unprocessed = store.batch_put(pending).await?;
+        let unprocessed = unprocessed_retry(retry > 0, store.batch_put(pending)).await?;
         if unprocessed.is_empty() {
             return Ok(());
         }

@@ -1,3 +1,4 @@
 pub mod app;
 pub mod dynamodb_local;
+pub mod npm;
 pub mod waves;

@@ -28,7 +28,7 @@ impl DynamoStore {
 /// DynamoDB's error codes for a call refused for lack of capacity: the table's or an index's
 /// provisioned throughput, the account's request rate, an on-demand table's throughput, and
 /// too many control-plane operations at once.
-const THROTTLING_CODES: &[&str] = &[
+pub(super) const THROTTLING_CODES: &[&str] = &[
     "ProvisionedThroughputExceededException",
     "ThrottlingException",
     "RequestLimitExceeded",
@@ -36,7 +36,7 @@ const THROTTLING_CODES: &[&str] = &[
 ];
 
 /// Cancellation reason codes of a transaction refused for lack of capacity.
-const THROTTLING_REASONS: &[&str] = &[
+pub(super) const THROTTLING_REASONS: &[&str] = &[
     "ThrottlingError",
     "ProvisionedThroughputExceeded",
     "RequestLimitExceeded",

@@ -7,9 +7,11 @@
 //! [`super::retry`], shared with the embedded store.
 //!
 //! The submodules split it by concern: `table` creates, describes and checks the table, `expr`
-//! builds expressions, `convert` turns keys and items into SDK values and back, and `error`
-//! maps SDK failures to [`StoreError`]s.
+//! builds expressions, `convert` turns keys and items into SDK values and back, `error`
+//! maps SDK failures to [`StoreError`]s, and `attempts` counts the client's attempts of each
+//! call for `store::instrumented`.
 
+mod attempts;
 mod convert;
 mod error;
 mod expr;
@@ -224,8 +226,11 @@ impl DynamoStore {
             loader = loader.endpoint_url(endpoint);
         }
         let sdk_config = loader.load().await;
+        let client_config = aws_sdk_dynamodb::config::Builder::from(&sdk_config)
+            .interceptor(attempts::AttemptCounter)
+            .build();
         Ok(DynamoStore {
-            client: Client::new(&sdk_config),
+            client: Client::from_conf(client_config),
             table: config.table,
         })
     }
@@ -240,6 +245,10 @@ impl DynamoStore {
 impl Store for DynamoStore {
     fn name(&self) -> &'static str {
         "dynamodb"
+    }
+
+    fn table_name(&self) -> &str {
+        &self.table
     }
 
     async fn get(&self, key: &Key) -> Result<GetOutput, StoreError> {

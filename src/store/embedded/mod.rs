@@ -141,6 +141,14 @@ impl Store for EmbeddedStore {
         "embedded"
     }
 
+    /// The file's name without `.redb`: the `table` it was opened with.
+    fn table_name(&self) -> &str {
+        self.path
+            .file_stem()
+            .and_then(|stem| stem.to_str())
+            .unwrap_or_default()
+    }
+
     async fn get(&self, key: &Key) -> Result<GetOutput, StoreError> {
         self.check_ready()?;
         validate_key(key)?;
