@@ -17,7 +17,8 @@ trap 'kill "$SERVER" 2>/dev/null || true; rm -rf "$DATA" "$PORT_FILE"' EXIT
 RUST_LOG=warn ./target/release/gridgate serve --listen 127.0.0.1:0 --data-dir "$DATA" 2>"$PORT_FILE" &
 SERVER=$!
 for _ in $(seq 1 100); do
-    grep -q "listening on" "$PORT_FILE" && break
+    # The line may arrive in pieces: wait for all of it.
+    grep -q "listening on http://.*/graphql$" "$PORT_FILE" && break
     sleep 0.1
 done
 URL="$(sed -n 's/.*listening on //p' "$PORT_FILE" | head -n 1)"

@@ -405,7 +405,10 @@ async fn serve(args: ServeArgs) -> Result<(), CliError> {
     let listener = tokio::net::TcpListener::bind(args.listen).await?;
     let addr = listener.local_addr()?;
     tracing::info!(%addr, store = store.name(), "serving GraphQL at http://{addr}/graphql");
-    eprintln!("gridgate listening on http://{addr}/graphql");
+    // One write, so a script reading stderr never sees half of the address (`eprintln!`
+    // writes its pieces separately).
+    let line = format!("gridgate listening on http://{addr}/graphql\n");
+    let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
     let settings = Settings {
         gateway: GatewayOptions {
             limits: Limits {
