@@ -77,9 +77,9 @@ impl ResponseOrder {
     }
 
     /// Shapes a response's `data` for the operation `operation_name` of the parsed `doc`:
-    /// fields back in selection order, then failed fields (errors with a path) set to null,
-    /// propagating to the parent while the position is non-null, and to the whole `data` when
-    /// the root field is.
+    /// failed fields (errors with a path) set to null, propagating to the parent while the
+    /// position is non-null, and to the whole `data` when the root field is; then every
+    /// object's fields in selection order, the nulled ones included.
     pub fn shape(
         &self,
         data: &mut Value,
@@ -97,7 +97,6 @@ impl ResponseOrder {
         let walk = Walk { order: self, doc };
         let root_set = &operation.node.selection_set.node;
         let root = self.root_type(operation.node.ty);
-        walk.reorder(data, &[root_set], Some(root));
         for error in errors.iter().filter(|e| !e.path.is_empty()) {
             let nullable = walk.nullability(data, &error.path, root_set, root);
             // The deepest nullable position at or above the failed field takes the null.
@@ -108,6 +107,9 @@ impl ResponseOrder {
                 None => {}
             }
         }
+        // Nulls first: `set_null` adds a missing key at the end, and the reorder then puts
+        // it in its place.
+        walk.reorder(data, &[root_set], Some(root));
     }
 
     fn root_type(&self, ty: OperationType) -> &str {
@@ -479,5 +481,42 @@ mod tests {
             panic!("list")
         };
         assert_eq!(keys(&typed[0]), ["__typename", "name", "id"]);
+    }
+
+    #[test]
+    fn failed_fields_are_nulled_in_their_place() {
+        let query = r#"{ n: node(id: "x") { id } i: issue(id: "i") { name c: fieldValue(fieldId: "f") { value } num } }"#;
+        let mut data = Value::from_json(serde_json::json!({
+            "i": {"num": 1, "name": "N"}
+        }))
+        .unwrap();
+        let error = |path: Vec<PathSegment>| ServerError {
+            path,
+            ..ServerError::new("failed", None)
+        };
+        let errors = [
+            error(vec![PathSegment::Field("n".into())]),
+            error(vec![
+                PathSegment::Field("i".into()),
+                PathSegment::Field("c".into()),
+            ]),
+        ];
+        let doc = async_graphql::parser::parse_query(query).unwrap();
+        order().shape(&mut data, &errors, &doc, None);
+        let Value::Object(top) = &data else {
+            panic!("object")
+        };
+        assert_eq!(
+            top.keys().map(|k| k.as_str()).collect::<Vec<_>>(),
+            ["n", "i"]
+        );
+        let Value::Object(issue) = &top["i"] else {
+            panic!("object")
+        };
+        assert_eq!(
+            issue.keys().map(|k| k.as_str()).collect::<Vec<_>>(),
+            ["name", "c", "num"]
+        );
+        assert_eq!(top["n"], Value::Null);
     }
 }
