@@ -66,13 +66,17 @@ type Confirmed = Result<(PageRequest, Paged<IssueRow>), RepoError>;
 #[derive(Default)]
 pub(crate) struct Prefetched(Mutex<HashMap<PageKey, (Confirmed, usize)>>);
 
-/// The prefetched page of an `issues` field with these arguments, if one was read.
-pub(crate) fn take(ctx: &Context<'_>, key: &PageKey) -> Result<Option<Confirmed>, ApiError> {
-    let prefetched = ctx.data::<Prefetched>().map_err(|_| {
+/// The request's prefetch cache (attached to every request by the gateway).
+fn prefetched<'a>(ctx: &Context<'a>) -> Result<&'a Prefetched, ApiError> {
+    ctx.data::<Prefetched>().map_err(|_| {
         tracing::error!("request has no prefetch cache");
         ApiError::Internal
-    })?;
-    let mut pages = prefetched.0.lock().unwrap_or_else(|e| e.into_inner());
+    })
+}
+
+/// The prefetched page of an `issues` field with these arguments, if one was read.
+pub(crate) fn take(ctx: &Context<'_>, key: &PageKey) -> Result<Option<Confirmed>, ApiError> {
+    let mut pages = prefetched(ctx)?.0.lock().unwrap_or_else(|e| e.into_inner());
     let Some((page, claims)) = pages.get_mut(key) else {
         return Ok(None);
     };
@@ -111,11 +115,7 @@ pub(crate) async fn project_with_pages(
         }
     }
     if !confirmed.is_empty() {
-        let prefetched = ctx.data::<Prefetched>().map_err(|_| {
-            tracing::error!("request has no prefetch cache");
-            ApiError::Internal
-        })?;
-        prefetched
+        prefetched(ctx)?
             .0
             .lock()
             .unwrap_or_else(|e| e.into_inner())
