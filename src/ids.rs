@@ -67,6 +67,20 @@ macro_rules! entity_id {
                 }
             }
 
+            /// Whether `id` would parse, without allocating.
+            pub fn is_valid(id: &str) -> bool {
+                id.strip_prefix(concat!($prefix, "-")).is_some_and(valid_random_part)
+            }
+
+            /// [`Self::parse`] of an owned string, keeping its allocation (ids read from
+            /// items on the read path).
+            pub fn parse_owned(id: String) -> Result<Self, IdError> {
+                match id.strip_prefix(concat!($prefix, "-")) {
+                    Some(part) if valid_random_part(part) => Ok($name(id)),
+                    _ => Self::parse(&id),
+                }
+            }
+
             /// Builds an id from its random part (which must be valid).
             pub fn from_part(part: &str) -> Result<Self, IdError> {
                 Self::parse(&format!(concat!($prefix, "-{}"), part))

@@ -139,7 +139,7 @@ async fn load_issue(ctx: &Context<'_>, id: IssueId) -> Result<Option<Issue>, Api
         return Ok(None);
     }
     entry.charge_found(repo);
-    Ok(Some(Issue(issue.clone())))
+    Ok(Some(Issue(issue.clone().into())))
 }
 
 /// A custom field by id: its lookup item names the project, whose partition holds the field.
@@ -150,5 +150,5 @@ async fn load_field(ctx: &Context<'_>, id: &FieldId) -> Result<Option<CustomFiel
     Ok(visible_project(ctx, &project)
         .await?
         .and_then(|data| data.field(id).cloned())
-        .map(CustomField))
+        .map(CustomField::from))
 }

@@ -104,7 +104,7 @@ async fn read_field(ctx: &Context<'_>, id: &str) -> Result<CustomField, ApiError
     let data = read_project(ctx, &project).await?;
     data.field(&id)
         .cloned()
-        .map(CustomField)
+        .map(CustomField::from)
         .ok_or_else(|| vanished("custom field", id.as_str()))
 }
 
@@ -508,12 +508,14 @@ impl MutationRoot {
             .project
             .tenant
             .clone();
+        let cursor = writes(ctx)?.repo().issue_cursor(&tenant, &issue);
+        let issue = Issue::from(issue);
         Ok(CreateIssuePayload {
             edge: IssueEdge {
-                cursor: writes(ctx)?.repo().issue_cursor(&tenant, &issue),
-                node: Issue(issue.clone()),
+                cursor,
+                node: issue.clone(),
             },
-            issue: Issue(issue),
+            issue,
             client_mutation_id: cmid,
         })
     }
@@ -536,7 +538,7 @@ impl MutationRoot {
             .await
             .map_err(ApiError::from)?;
         Ok(UpdateIssuePayload {
-            issue: Issue(read_issue(ctx, written).await?),
+            issue: Issue::from(read_issue(ctx, written).await?),
             client_mutation_id: cmid,
         })
     }
@@ -559,7 +561,7 @@ impl MutationRoot {
             .await
             .map_err(ApiError::from)?;
         Ok(SetIssueFieldValuesPayload {
-            issue: Issue(read_issue(ctx, written).await?),
+            issue: Issue::from(read_issue(ctx, written).await?),
             client_mutation_id: cmid,
         })
     }

@@ -166,7 +166,9 @@ impl Project {
     /// The project's custom fields (extra typed columns), in `position` order.
     async fn custom_fields(&self, ctx: &Context<'_>) -> ApiResult<Vec<CustomField>> {
         let data = referenced_project(ctx, &self.0.id).await?;
-        Ok(data.fields.iter().cloned().map(CustomField).collect())
+        Ok((0..data.fields.len())
+            .map(|index| CustomField::of_project(&data, index))
+            .collect())
     }
 
     /// The project's issues, sorted by any column and paged with cursors. Issues without a
@@ -249,7 +251,7 @@ impl Project {
                         issue
                     }
                 };
-                issue.map(|i| (cursor, Issue(i)))
+                issue.map(|i| (cursor, Issue::from(i)))
             })
             .collect();
         Ok(IssueConnection::build(
@@ -264,38 +266,67 @@ impl Project {
 
 /// A custom field: an extra typed column defined per project.
 #[derive(Clone)]
-pub struct CustomField(pub model::CustomField);
+pub struct CustomField(FieldSource);
+
+/// Where a [`CustomField`]'s definition lives: a grid page names the same few fields in every
+/// cell, so those share the request's project instead of each copying the definition.
+#[derive(Clone)]
+enum FieldSource {
+    Owned(model::CustomField),
+    /// `fields[index]` of a project.
+    Shared(Arc<ProjectData>, usize),
+}
+
+impl CustomField {
+    /// The `index`th field of a loaded project (which must have it).
+    fn of_project(data: &Arc<ProjectData>, index: usize) -> Self {
+        CustomField(FieldSource::Shared(data.clone(), index))
+    }
+
+    fn get(&self) -> &model::CustomField {
+        match &self.0 {
+            FieldSource::Owned(field) => field,
+            FieldSource::Shared(data, index) => &data.fields[*index],
+        }
+    }
+}
+
+impl From<model::CustomField> for CustomField {
+    fn from(field: model::CustomField) -> Self {
+        CustomField(FieldSource::Owned(field))
+    }
+}
 
 #[Object]
 impl CustomField {
     /// The global id, e.g. `xattrib-3812`.
     async fn id(&self) -> ID {
-        ID(self.0.id.to_string())
+        ID(self.get().id.as_str().to_owned())
     }
 
     async fn name(&self) -> &str {
-        &self.0.name
+        &self.get().name
     }
 
     /// The type of the field's values, which decides how they sort.
     #[graphql(name = "type")]
     async fn field_type(&self) -> CustomFieldType {
-        self.0.field_type.into()
+        self.get().field_type.into()
     }
 
     /// The column's place among the project's custom fields (ascending).
     async fn position(&self) -> i32 {
-        clamp_i32(self.0.position)
+        clamp_i32(self.get().position)
     }
 
     /// Bumped by every change of the field (name, position).
     async fn version(&self) -> i32 {
-        clamp_version(self.0.version)
+        clamp_version(self.get().version)
     }
 
     async fn project(&self, ctx: &Context<'_>) -> ApiResult<Project> {
         Ok(Project(
-            referenced_project(ctx, &self.0.project)
+            referenced_project(ctx, &self.get().project)
                 .await?
                 .project
                 .clone(),
@@ -311,15 +342,22 @@ fn clamp_version(n: u64) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
 }
 
-/// An issue: one row of a project's grid.
+/// An issue: one row of a project's grid. Shared, because a connection lists each issue
+/// twice (as an edge's node and among `nodes`).
 #[derive(Clone)]
-pub struct Issue(pub model::Issue);
+pub struct Issue(pub Arc<model::Issue>);
+
+impl From<model::Issue> for Issue {
+    fn from(issue: model::Issue) -> Self {
+        Issue(Arc::new(issue))
+    }
+}
 
 #[Object]
 impl Issue {
     /// The global id, e.g. `issue-020e`.
     async fn id(&self) -> ID {
-        ID(self.0.id.to_string())
+        ID(self.0.id.as_str().to_owned())
     }
 
     /// The issue's number within its project (1, 2, 3, ...).
@@ -357,9 +395,13 @@ impl Issue {
         Ok(data
             .fields
             .iter()
-            .filter_map(|field| {
+            .enumerate()
+            .filter_map(|(index, field)| {
                 let raw = self.0.values.get(&field.id)?;
-                Some(CustomFieldValue::new(field.clone(), raw))
+                Some(CustomFieldValue::new(
+                    CustomField::of_project(&data, index),
+                    raw,
+                ))
             })
             .collect())
     }
@@ -377,8 +419,10 @@ impl Issue {
         };
         let data = referenced_project(ctx, &self.0.project).await?;
         Ok(data
-            .field(&field_id)
-            .map(|field| CustomFieldValue::new(field.clone(), raw)))
+            .fields
+            .iter()
+            .position(|field| field.id == field_id)
+            .map(|index| CustomFieldValue::new(CustomField::of_project(&data, index), raw)))
     }
 }
 
@@ -387,23 +431,23 @@ impl Issue {
 #[graphql(complex)]
 pub struct CustomFieldValue {
     #[graphql(skip)]
-    field: model::CustomField,
+    field: CustomField,
     /// The value's canonical text: `2023-05-01`, `42`, `-3.5`, `Approved`.
     value: String,
 }
 
 #[ComplexObject]
 impl CustomFieldValue {
-    async fn field(&self) -> CustomField {
-        CustomField(self.field.clone())
+    async fn field(&self) -> &CustomField {
+        &self.field
     }
 }
 
 impl CustomFieldValue {
-    fn new(field: model::CustomField, raw: &str) -> Self {
+    fn new(field: CustomField, raw: &str) -> Self {
         // Stored numbers may come back in another spelling (DynamoDB normalizes them); the
         // canonical text is what clients see.
-        let value = model::canonical_text(field.field_type, raw).into_owned();
+        let value = model::canonical_text(field.get().field_type, raw).into_owned();
         CustomFieldValue { field, value }
     }
 }

@@ -375,7 +375,7 @@ impl Repo {
         let found = self.get_items(&store_keys).await?;
         let wanted: HashSet<&IssueKey> = keys.iter().collect();
         let mut out = HashMap::new();
-        for item in &found {
+        for item in found {
             let issue = items::decode_issue(item)?;
             let key = IssueKey {
                 issue: issue.id.clone(),
@@ -407,8 +407,8 @@ impl Repo {
             ..Query::partition(Index::Table, id.as_str())
         };
         let out = self.store.query(&query).await?;
-        match out.items.first() {
-            Some(item) if items::item_type(item) == Some(items::types::ISSUE) => {
+        match out.items.into_iter().next() {
+            Some(item) if items::item_type(&item) == Some(items::types::ISSUE) => {
                 Ok(Some(items::decode_issue(item)?))
             }
             _ => Ok(None),
@@ -439,7 +439,7 @@ impl Repo {
         else {
             return Ok(None);
         };
-        let issue = items::decode_issue(source)?;
+        let issue = items::decode_issue(source.clone())?;
         Ok(Some((issue, rows)))
     }
 
@@ -484,7 +484,7 @@ impl Repo {
         }];
         let page = self.page(&segments, request).await?;
         let scope = self.projects_scope(tenant);
-        paged(&scope, page, |item| Ok(items::decode_project(item)?))
+        paged(&scope, page, |item| Ok(items::decode_project(&item)?))
     }
 
     /// The scope of a project's issue list in one ordering, for its cursors. It names the
@@ -543,12 +543,12 @@ impl Repo {
         page: Page,
     ) -> Result<Paged<IssueRow>, RepoError> {
         let scope = self.issues_scope(tenant, project, sort);
-        paged(&scope, page, |item| match items::item_type(item) {
+        paged(&scope, page, |item| match items::item_type(&item) {
             Some(items::types::ISSUE) => Ok(IssueRow::Loaded(items::decode_issue(item)?)),
             _ => {
-                let issue = items::item_pk(item)
+                let issue = items::item_pk(&item)
                     .and_then(|pk| IssueId::parse(pk).ok())
-                    .ok_or_else(|| bad_index_row(item))?;
+                    .ok_or_else(|| bad_index_row(&item))?;
                 Ok(IssueRow::Key(IssueKey {
                     issue,
                     project: project.clone(),
@@ -612,17 +612,18 @@ fn bad_index_row(item: &Item) -> RepoError {
 fn paged<T>(
     scope: &Scope,
     page: Page,
-    mut decode: impl FnMut(&Item) -> Result<T, RepoError>,
+    mut decode: impl FnMut(Item) -> Result<T, RepoError>,
 ) -> Result<Paged<T>, RepoError> {
+    let resume_cursor = page.resume.as_ref().map(|p| scope.cursor(p));
     let rows = page
         .rows
-        .iter()
-        .map(|row| Ok((scope.cursor(&row.position), decode(&row.item)?)))
+        .into_iter()
+        .map(|row| Ok((scope.cursor(&row.position), decode(row.item)?)))
         .collect::<Result<_, RepoError>>()?;
     Ok(Paged {
         rows,
         has_next: page.has_next,
         has_previous: page.has_previous,
-        resume_cursor: page.resume.as_ref().map(|p| scope.cursor(p)),
+        resume_cursor,
     })
 }

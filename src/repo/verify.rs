@@ -170,8 +170,8 @@ impl Snapshot {
                 }
             }
             Some(types::ISSUE) => {
-                let issue = items::decode_issue(&item)?;
                 let sort = gsi1sk(&item);
+                let issue = items::decode_issue(item)?;
                 self.issues.insert(issue.id.clone(), (issue, sort));
             }
             Some(types::FIELD_VALUE | types::ISSUE_SORT) => {

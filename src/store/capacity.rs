@@ -134,6 +134,54 @@ pub fn value_size(value: &AttributeValue) -> usize {
 /// reported capacity; see `tests/store_conformance.rs`.) A string that is not a number — which
 /// a store would have rejected — is counted by its length.
 fn number_size(n: &str) -> usize {
+    plain_number_size(n).unwrap_or_else(|| exact_number_size(n))
+}
+
+/// [`number_size`] of a plain decimal (`-?digits(.digits)?`, what gridgate writes and
+/// DynamoDB returns), by scanning its digits: metering runs on every number of every item
+/// read, and parsing each into a big decimal cost a grid page several percent of its CPU.
+/// `None` for any other spelling (exponents, a sign `+`, blanks), left to the exact path.
+fn plain_number_size(n: &str) -> Option<usize> {
+    let (negative, digits) = match n.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, n),
+    };
+    let (int, frac) = match digits.split_once('.') {
+        Some((int, frac)) => (int, frac),
+        None => (digits, ""),
+    };
+    let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if int.is_empty()
+        || !all_digits(int)
+        || !all_digits(frac)
+        || (digits.len() > int.len() && frac.is_empty())
+    {
+        return None;
+    }
+    // Powers of ten of the highest and lowest non-zero digits: the integer part's digits are
+    // the powers len-1 down to 0, the fraction's -1 down to -len.
+    let int = int.trim_start_matches('0');
+    let frac_significant = frac.trim_end_matches('0');
+    let highest = if !int.is_empty() {
+        int.len() as i64 - 1
+    } else {
+        let zeros = frac_significant.bytes().take_while(|b| *b == b'0').count();
+        if zeros == frac_significant.len() {
+            return Some(1); // zero, whatever its sign
+        }
+        -(zeros as i64) - 1
+    };
+    let lowest = if !frac_significant.is_empty() {
+        -(frac_significant.len() as i64)
+    } else {
+        (int.len() - int.trim_end_matches('0').len()) as i64
+    };
+    let pairs = highest.div_euclid(2) - lowest.div_euclid(2) + 1;
+    Some(pairs as usize + 1 + usize::from(negative))
+}
+
+/// [`number_size`] of any spelling a store accepts, through a big decimal.
+fn exact_number_size(n: &str) -> usize {
     let Ok(d) = BigDecimal::from_str(n.trim()) else {
         return n.len();
     };
@@ -202,6 +250,21 @@ mod tests {
             ("-12345678901234567890123456789012345678", 21),
         ] {
             assert_eq!(number_size(n), size, "{n}");
+        }
+    }
+
+    proptest::proptest! {
+        /// The digit scan agrees with the big-decimal path on every plain decimal, zeros and
+        /// signs included, and leaves every other spelling to it.
+        #[test]
+        fn plain_numbers_are_sized_as_the_exact_path_sizes_them(
+            n in "-?[0-9]{1,40}(\\.[0-9]{1,40})?",
+            other in "[-+]?[0-9]{0,5}(\\.[0-9]{0,5})?([eE][-+]?[0-9]{1,3})?",
+        ) {
+            proptest::prop_assert_eq!(plain_number_size(&n), Some(exact_number_size(&n)), "{}", n);
+            if let Some(size) = plain_number_size(&other) {
+                proptest::prop_assert_eq!(size, exact_number_size(&other), "{}", other);
+            }
         }
     }
 
