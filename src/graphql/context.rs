@@ -15,6 +15,7 @@ use async_graphql::parser::types::{ExecutableDocument, OperationDefinition, Oper
 use async_graphql::{Request, Response, ServerError, ServerResult, Value, Variables};
 
 use super::analysis::{self, QueryLimits, Refusal, TypeMap};
+use super::documents::Documents;
 use super::error::ErrorCode;
 use super::{schema_builder, GridSchema, ResponseOrder};
 use crate::auth::{Access, Permission};
@@ -81,6 +82,8 @@ struct Shared {
     order: ResponseOrder,
     /// The schema's types, for pricing queries before they run.
     types: TypeMap,
+    /// Documents parsed before, by query text.
+    documents: Documents,
 }
 
 impl Gateway {
@@ -94,6 +97,7 @@ impl Gateway {
             write_stats: Arc::default(),
             order: ResponseOrder::from_sdl(&sdl),
             types: TypeMap::from_sdl(&sdl),
+            documents: Documents::default(),
         });
         // Suggestions ("did you mean ...") would let a client enumerate the schema even with
         // introspection off, and cost time on every misspelt field.
@@ -141,9 +145,9 @@ struct RequestContext {
     shared: Arc<Shared>,
     meter: Arc<CostMeter>,
     budget: Arc<CallBudget>,
-    /// The parsed document and operation name, kept for shaping the response (a copy of the
-    /// tree async-graphql executes, not a second parse).
-    document: Option<(ExecutableDocument, Option<String>)>,
+    /// The parsed document and operation name, kept for shaping the response (the cached
+    /// tree that async-graphql executes a copy of, not a second parse).
+    document: Option<(Arc<ExecutableDocument>, Option<String>)>,
     /// Where the request's loader batches run (see [`Batches`]).
     batches: Batches,
 }
@@ -288,26 +292,21 @@ impl RequestContext {
         // Parse and price the document here, before async-graphql's own checks walk it:
         // its recursion-depth check follows every fragment spread without memoizing, so a
         // spread-doubling bomb 31 levels deep (2^31 visits) would pin a worker thread for
-        // minutes before async-graphql ever saw the document. The parsed document is kept in
-        // the request, so it is not parsed twice.
+        // minutes before async-graphql ever saw the document. The parsed document is set in
+        // the request, so async-graphql does not parse it again.
         let mut request = request;
-        let variables = std::mem::take(&mut request.variables);
         let operation_name = request.operation_name.clone();
-        let admitted = match request.parsed_query() {
+        match shared.documents.get_or_parse(&request.query) {
             Ok(doc) => {
                 if let Some(facts) = &facts {
-                    facts.note_operation(doc, operation_name.as_deref());
+                    facts.note_operation(&doc, operation_name.as_deref());
                 }
-                let admitted = self.admit(doc, operation_name.as_deref(), &variables, &access);
-                if admitted.is_ok() {
-                    self.document = Some((doc.clone(), operation_name));
-                }
-                admitted
+                self.admit(&doc, operation_name.as_deref(), &request.variables, &access)?;
+                request.set_parsed_query(ExecutableDocument::clone(&doc));
+                self.document = Some((doc, operation_name));
             }
-            Err(e) => Err(ErrorCode::GraphqlParseFailed.tag(e)),
-        };
-        request.variables = variables;
-        admitted?;
+            Err(e) => return Err(ErrorCode::GraphqlParseFailed.tag(e)),
+        }
         let repo = Repo::for_request(
             shared.store.clone(),
             self.meter.clone(),

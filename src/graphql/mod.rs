@@ -5,6 +5,7 @@
 
 pub mod analysis;
 mod context;
+mod documents;
 pub mod error;
 mod mutation;
 mod order;

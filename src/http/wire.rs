@@ -153,6 +153,9 @@ impl std::io::Write for LimitedWriter {
     }
 }
 
+/// The initial capacity of a response body's buffer.
+const RESPONSE_BUFFER_BYTES: usize = 16 * 1024;
+
 /// Writes a GraphQL response: the request id on every error, `data` left out of request
 /// errors, and the status the media type calls for; its [`Outcome`] is `ok` or the first
 /// error's code.
@@ -186,7 +189,9 @@ pub(super) fn graphql_response(
         extensions: &response.extensions,
     };
     let mut writer = LimitedWriter {
-        bytes: Vec::new(),
+        // A grid page is tens of kilobytes: start big enough that the encoder does not copy
+        // the body through every smaller doubling.
+        bytes: Vec::with_capacity(max_bytes.min(RESPONSE_BUFFER_BYTES)),
         max: max_bytes,
     };
     if serde_json::to_writer(&mut writer, &body).is_err() {
