@@ -109,7 +109,7 @@ impl ResponseOrder {
         }
         // Nulls first: `set_null` adds a missing key at the end, and the reorder then puts
         // it in its place.
-        walk.reorder(data, &[root_set], Some(root));
+        walk.reorder(data, &[root_set], Some(root), &mut Plans::default());
     }
 
     fn root_type(&self, ty: OperationType) -> &str {
@@ -172,6 +172,52 @@ fn named_type(ty: &Type) -> String {
 /// The response keys of an object in order, each with the selection sets that shape its value
 /// (a key selected twice merges both) and its declared type.
 type Keys<'a> = IndexMap<Name, (Vec<&'a SelectionSet>, Option<Type>)>;
+
+/// How to order the objects of one runtime type at one position of the response.
+struct Plan<'a> {
+    entries: Vec<Entry<'a>>,
+}
+
+/// One response key of a [`Plan`].
+struct Entry<'a> {
+    key: Name,
+    /// The selection sets that shape the key's value.
+    sets: Vec<&'a SelectionSet>,
+    /// The key's declared (named) type, when the schema knows it.
+    child_type: Option<String>,
+    /// The plans of the objects under this key, shared by every object this plan orders.
+    plans: Plans<'a>,
+}
+
+impl Plan<'_> {
+    /// Whether the object's keys already come in the plan's order. A key the plan does not
+    /// name sends the object through the rebuild; a key the object lacks (a skipped field)
+    /// does not matter.
+    fn in_order(&self, object: &IndexMap<Name, Value>) -> bool {
+        let mut entries = self.entries.iter();
+        object
+            .keys()
+            .all(|key| entries.by_ref().any(|entry| entry.key == *key))
+    }
+}
+
+/// The plans made at one position, by runtime type (a position of an interface type may see
+/// several; most see one).
+#[derive(Default)]
+struct Plans<'a>(Vec<(String, Plan<'a>)>);
+
+impl<'a> Plans<'a> {
+    fn for_type(&mut self, ty: &str, make: impl FnOnce() -> Plan<'a>) -> &mut Plan<'a> {
+        let at = match self.0.iter().position(|(t, _)| t == ty) {
+            Some(at) => at,
+            None => {
+                self.0.push((ty.to_string(), make()));
+                self.0.len() - 1
+            }
+        };
+        &mut self.0[at].1
+    }
+}
 
 /// What [`Walk::find_field`] found.
 #[derive(Default)]
@@ -301,39 +347,102 @@ impl<'a> Walk<'a> {
         }
     }
 
-    fn reorder(&self, value: &mut Value, sets: &[&'a SelectionSet], declared: Option<&str>) {
+    /// Puts every object under `value` in the order of `sets`. `plans` remembers the plan made
+    /// for the first object of each runtime type at this position, so the rows of a list
+    /// (and the cells of every row) share one plan instead of each walking the document.
+    fn reorder(
+        &self,
+        value: &mut Value,
+        sets: &[&'a SelectionSet],
+        declared: Option<&str>,
+        plans: &mut Plans<'a>,
+    ) {
         match value {
             Value::List(items) => {
                 for item in items {
-                    self.reorder(item, sets, declared);
+                    self.reorder(item, sets, declared, plans);
                 }
             }
             Value::Object(map) => {
-                let typename = match map.get("__typename") {
-                    Some(Value::String(t)) => Some(t.clone()),
-                    _ => None,
+                let runtime = match map.get("__typename") {
+                    Some(Value::String(t)) => Some(t.as_str()),
+                    _ => declared.filter(|d| !self.order.is_abstract(d)),
                 };
-                let runtime = typename.or_else(|| {
-                    declared
-                        .filter(|d| !self.order.is_abstract(d))
-                        .map(str::to_string)
-                });
-                let mut keys = Keys::new();
-                for set in sets {
-                    self.collect(set, runtime.as_deref(), declared, map, &mut keys, 0);
-                }
-                let mut unordered = std::mem::take(map);
-                for (key, (subsets, child_type)) in keys {
-                    if let Some(mut field) = unordered.shift_remove(&key) {
-                        let child_type = child_type.as_ref().map(named_type);
-                        self.reorder(&mut field, &subsets, child_type.as_deref());
-                        map.insert(key, field);
+                let plan = match runtime {
+                    Some(ty) => plans.for_type(ty, || self.plan(sets, runtime, declared, map)),
+                    // An abstract field without `__typename`: which fragments apply depends on
+                    // the object itself, so its plan is its own.
+                    None => {
+                        let mut own = self.plan(sets, None, declared, map);
+                        self.reorder_object(map, &mut own);
+                        return;
                     }
-                }
-                // Anything the selection does not name keeps its place after the rest.
-                map.extend(unordered);
+                };
+                self.reorder_object(map, plan);
             }
             _ => {}
+        }
+    }
+
+    /// Puts one object's fields in its plan's order (unless they already are, as serial
+    /// objects' are), then each field's value in its own.
+    fn reorder_object(&self, map: &mut IndexMap<Name, Value>, plan: &mut Plan<'a>) {
+        if plan.in_order(map) {
+            // Each key is found from where the previous one was: one pass over both.
+            let mut next = 0;
+            for (key, field) in map.iter_mut() {
+                if let Some(at) = plan.entries[next..].iter().position(|e| e.key == *key) {
+                    next += at;
+                    let entry = &mut plan.entries[next];
+                    self.reorder(
+                        field,
+                        &entry.sets,
+                        entry.child_type.as_deref(),
+                        &mut entry.plans,
+                    );
+                    next += 1;
+                }
+            }
+            return;
+        }
+        let mut unordered = std::mem::take(map);
+        for entry in &mut plan.entries {
+            if let Some(mut field) = unordered.shift_remove(&entry.key) {
+                self.reorder(
+                    &mut field,
+                    &entry.sets,
+                    entry.child_type.as_deref(),
+                    &mut entry.plans,
+                );
+                map.insert(entry.key.clone(), field);
+            }
+        }
+        // Anything the selection does not name keeps its place after the rest.
+        map.extend(unordered);
+    }
+
+    /// The response keys an object of type `runtime` has under `sets`, in order.
+    fn plan(
+        &self,
+        sets: &[&'a SelectionSet],
+        runtime: Option<&str>,
+        declared: Option<&str>,
+        object: &IndexMap<Name, Value>,
+    ) -> Plan<'a> {
+        let mut keys = Keys::new();
+        for set in sets {
+            self.collect(set, runtime, declared, object, &mut keys, 0);
+        }
+        Plan {
+            entries: keys
+                .into_iter()
+                .map(|(key, (sets, ty))| Entry {
+                    key,
+                    sets,
+                    child_type: ty.as_ref().map(named_type),
+                    plans: Plans::default(),
+                })
+                .collect(),
         }
     }
 
@@ -481,6 +590,36 @@ mod tests {
             panic!("list")
         };
         assert_eq!(keys(&typed[0]), ["__typename", "name", "id"]);
+    }
+
+    #[test]
+    fn rows_share_one_plan_whatever_order_each_comes_in() {
+        let query = r#"{ project(id: "p") { issues { edges { cursor node {
+            id name @skip(if: false) fieldValues { value field { id name } } } } } } }"#;
+        let mut data = Value::from_json(serde_json::json!({"project": {"issues": {"edges": [
+            {"cursor": "a", "node": {"id": "1", "name": "A", "fieldValues": [
+                {"value": "x", "field": {"id": "f", "name": "F"}},
+                {"field": {"name": "G", "id": "g"}, "value": "y"}
+            ]}},
+            {"node": {"fieldValues": [], "name": "B", "id": "2"}, "cursor": "b"},
+            {"cursor": "c", "node": {"id": "3", "fieldValues": [
+                {"value": "z", "field": {"id": "f", "name": "F"}}
+            ]}}
+        ]}}}))
+        .unwrap();
+        let doc = async_graphql::parser::parse_query(query).unwrap();
+        order().shape(&mut data, &[], &doc, None);
+        // Key order is what is checked: compare the encoded text.
+        let expected = concat!(
+            r#"{"project":{"issues":{"edges":["#,
+            r#"{"cursor":"a","node":{"id":"1","name":"A","fieldValues":["#,
+            r#"{"value":"x","field":{"id":"f","name":"F"}},"#,
+            r#"{"value":"y","field":{"id":"g","name":"G"}}]}},"#,
+            r#"{"cursor":"b","node":{"id":"2","name":"B","fieldValues":[]}},"#,
+            r#"{"cursor":"c","node":{"id":"3","fieldValues":["#,
+            r#"{"value":"z","field":{"id":"f","name":"F"}}]}}]}}}"#
+        );
+        assert_eq!(serde_json::to_string(&data).unwrap(), expected);
     }
 
     #[test]

@@ -297,7 +297,7 @@ impl From<model::CustomField> for CustomField {
     }
 }
 
-#[Object]
+#[Object(serial)]
 impl CustomField {
     /// The global id, e.g. `xattrib-3812`.
     async fn id(&self) -> ID {
@@ -347,13 +347,22 @@ fn clamp_version(n: u64) -> i32 {
 #[derive(Clone)]
 pub struct Issue(pub Arc<model::Issue>);
 
+// Serial resolution. The objects of a grid page's rows (issues, their edges and connection,
+// cells, page info) resolve their fields one after another, in selection order, instead of
+// through a `FuturesUnordered`: that allocates a task per field and returns fields in
+// completion order, for the response shape to put back. It cannot cost a wave: among these
+// objects' fields only `project`, `fieldValues`, `fieldValue` and a field's `project` load
+// anything, always the row's own project, which the first of them loads for the rest. Rows
+// of a list still resolve concurrently, so their loads still batch. `Project`, `Tenant` and
+// the roots stay concurrent: their fields load different things.
+
 impl From<model::Issue> for Issue {
     fn from(issue: model::Issue) -> Self {
         Issue(Arc::new(issue))
     }
 }
 
-#[Object]
+#[Object(serial)]
 impl Issue {
     /// The global id, e.g. `issue-020e`.
     async fn id(&self) -> ID {
@@ -428,7 +437,7 @@ impl Issue {
 
 /// One cell: a custom field and this issue's value of it.
 #[derive(SimpleObject)]
-#[graphql(complex)]
+#[graphql(complex, serial)]
 pub struct CustomFieldValue {
     #[graphql(skip)]
     field: CustomField,
@@ -598,6 +607,7 @@ impl IssueOrder {
 
 /// Relay page information.
 #[derive(SimpleObject)]
+#[graphql(serial)]
 pub struct PageInfo {
     pub has_next_page: bool,
     pub has_previous_page: bool,
@@ -610,9 +620,10 @@ pub struct PageInfo {
 /// Declares a Relay connection type and its edge type for one node type, so every
 /// connection has the same shape and the same page-info rules.
 macro_rules! connection {
-    ($conn:ident, $edge:ident, $node:ty, $what:literal) => {
+    ($conn:ident, $edge:ident, $node:ty, $what:literal $(, #[$attr:meta])?) => {
         #[doc = concat!("A row of a list of ", $what, " and its cursor.")]
         #[derive(SimpleObject)]
+        $(#[$attr])?
         pub struct $edge {
             /// An opaque cursor: pass it as `after` or `before` with the same connection and
             /// ordering.
@@ -622,6 +633,7 @@ macro_rules! connection {
 
         #[doc = concat!("A page of ", $what, " (Relay cursor connection).")]
         #[derive(SimpleObject)]
+        $(#[$attr])?
         pub struct $conn {
             pub edges: Vec<$edge>,
             /// The edges' nodes, for clients that need no cursors.
@@ -686,8 +698,9 @@ impl PageInfo {
     }
 }
 
+// Project connections stay concurrent: `edges` and `nodes` may each select a project's issues.
 connection!(ProjectConnection, ProjectEdge, Project, "projects");
-connection!(IssueConnection, IssueEdge, Issue, "issues");
+connection!(IssueConnection, IssueEdge, Issue, "issues", #[graphql(serial)]);
 
 pub(crate) fn tenant_id(id: &str) -> Result<TenantId, ApiError> {
     TenantId::parse(id).map_err(ApiError::from)
