@@ -24,6 +24,7 @@ use async_trait::async_trait;
 use aws_config::meta::region::RegionProviderChain;
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
+use aws_config::stalled_stream_protection::StalledStreamProtectionConfig;
 use aws_config::{BehaviorVersion, Region};
 use aws_sdk_dynamodb::config::Credentials;
 use aws_sdk_dynamodb::types::{
@@ -207,9 +208,13 @@ impl DynamoStore {
             return Err(StoreError::Invalid("empty DynamoDB table name".into()));
         }
         sdk.validate()?;
+        // Stalled-stream protection wraps every request and response body in a throughput
+        // monitor (a few percent of a grid page's CPU); DynamoDB's bodies are small JSON
+        // documents, and the attempt and operation timeouts already end a stalled call.
         let mut loader = aws_config::defaults(BehaviorVersion::latest())
             .retry_config(sdk.retry_config())
-            .timeout_config(sdk.timeout_config());
+            .timeout_config(sdk.timeout_config())
+            .stalled_stream_protection(StalledStreamProtectionConfig::disabled());
         if config.local_credentials {
             // DynamoDB Local accepts any credentials but only alphanumeric access key ids.
             loader = loader
