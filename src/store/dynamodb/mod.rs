@@ -23,8 +23,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use aws_config::meta::region::RegionProviderChain;
 use aws_config::retry::RetryConfig;
-use aws_config::timeout::TimeoutConfig;
 use aws_config::stalled_stream_protection::StalledStreamProtectionConfig;
+use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region};
 use aws_sdk_dynamodb::config::Credentials;
 use aws_sdk_dynamodb::types::{
