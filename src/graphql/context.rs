@@ -127,8 +127,17 @@ impl Gateway {
     }
 
     /// Runs one request: prepares its context, executes it with its loader batches beside it,
-    /// and finishes its response.
+    /// and finishes its response, whose values are all plain.
     pub async fn execute(&self, request: Request) -> Response {
+        let mut response = self.execute_encoded(request).await;
+        super::rows::decode_encoded(&mut response.data);
+        response
+    }
+
+    /// [`Self::execute`], leaving the grid rows resolved by plan as the JSON text they were
+    /// written as (`Value::Binary`, see `graphql/rows.rs`): for `http::wire`, which writes
+    /// them into the body as they are.
+    pub async fn execute_encoded(&self, request: Request) -> Response {
         let mut context = RequestContext::new(&self.shared);
         let mut response = match context.prepare(request) {
             Ok(request) => context.batches.drive(self.schema.execute(request)).await,

@@ -10,6 +10,7 @@ pub mod error;
 mod mutation;
 mod order;
 mod prefetch;
+mod rows;
 pub mod types;
 
 use async_graphql::{Context, EmptySubscription, Object, Schema, ID};

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use async_graphql::{Context, InputObject, Object, SimpleObject, ID};
 
 use super::error::{ApiError, ApiResult};
+use super::rows::Row;
 use super::types::{
     loader, project_data, CustomField, CustomFieldType, Issue, IssueEdge, IssueState, Project,
     ProjectEdge, Tenant,
@@ -513,7 +514,7 @@ impl MutationRoot {
         Ok(CreateIssuePayload {
             edge: IssueEdge {
                 cursor,
-                node: issue.clone(),
+                node: Row(issue.clone()),
             },
             issue,
             client_mutation_id: cmid,

@@ -8,25 +8,26 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_graphql::{
-    ComplexObject, Context, Enum, InputObject, Interface, Object, SimpleObject, ID,
+    ComplexObject, Context, ContextBase, Enum, InputObject, Interface, Object, SimpleObject, ID,
 };
 
 use super::error::{ApiError, ApiResult};
 use super::prefetch::{self, PageKey};
+use super::rows::{Cells, Row};
 use crate::ids::{FieldId, ProjectId, TenantId};
 use crate::loaders::RequestLoader;
 use crate::model::{self, ProjectData};
 use crate::paging::{Direction, PageRequest};
 use crate::repo::{IssueKey, IssueRow, IssueSort, Paged, Repo, SortField};
 
-pub(crate) fn loader<'a>(ctx: &Context<'a>) -> Result<&'a RequestLoader, ApiError> {
+pub(crate) fn loader<'a, T>(ctx: &ContextBase<'a, T>) -> Result<&'a RequestLoader, ApiError> {
     ctx.data::<RequestLoader>().map_err(|_| {
         tracing::error!("request has no loader");
         ApiError::Internal
     })
 }
 
-pub(crate) fn repo<'a>(ctx: &Context<'a>) -> Result<&'a Repo, ApiError> {
+pub(crate) fn repo<'a, T>(ctx: &ContextBase<'a, T>) -> Result<&'a Repo, ApiError> {
     ctx.data::<Repo>().map_err(|_| {
         tracing::error!("request has no repo");
         ApiError::Internal
@@ -35,8 +36,8 @@ pub(crate) fn repo<'a>(ctx: &Context<'a>) -> Result<&'a Repo, ApiError> {
 
 /// A project and its fields, through the request's cache; `None` when the caller cannot see
 /// one with this id (reported as a miss).
-pub(crate) async fn project_data(
-    ctx: &Context<'_>,
+pub(crate) async fn project_data<T>(
+    ctx: &ContextBase<'_, T>,
     id: &ProjectId,
 ) -> Result<Option<Arc<ProjectData>>, ApiError> {
     let Some(entry) = loader(ctx)?.load_one(id.clone()).await? else {
@@ -60,8 +61,8 @@ pub(crate) async fn visible_project(
 }
 
 /// A project that another loaded entity refers to: its absence is corrupt data, not a 404.
-async fn referenced_project(
-    ctx: &Context<'_>,
+pub(super) async fn referenced_project<T>(
+    ctx: &ContextBase<'_, T>,
     id: &ProjectId,
 ) -> Result<Arc<ProjectData>, ApiError> {
     project_data(ctx, id).await?.ok_or_else(|| {
@@ -251,7 +252,7 @@ impl Project {
                         issue
                     }
                 };
-                issue.map(|i| (cursor, Issue::from(i)))
+                issue.map(|i| (cursor, Row(Issue::from(i))))
             })
             .collect();
         Ok(IssueConnection::build(
@@ -279,7 +280,7 @@ enum FieldSource {
 
 impl CustomField {
     /// The `index`th field of a loaded project (which must have it).
-    fn of_project(data: &Arc<ProjectData>, index: usize) -> Self {
+    pub(super) fn of_project(data: &Arc<ProjectData>, index: usize) -> Self {
         CustomField(FieldSource::Shared(data.clone(), index))
     }
 
@@ -334,11 +335,11 @@ impl CustomField {
     }
 }
 
-fn clamp_i32(n: u32) -> i32 {
+pub(super) fn clamp_i32(n: u32) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
 }
 
-fn clamp_version(n: u64) -> i32 {
+pub(super) fn clamp_version(n: u64) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
 }
 
@@ -399,20 +400,9 @@ impl Issue {
 
     /// The values this issue has, in the fields' `position` order; fields without a value are
     /// left out.
-    async fn field_values(&self, ctx: &Context<'_>) -> ApiResult<Vec<CustomFieldValue>> {
+    async fn field_values(&self, ctx: &Context<'_>) -> ApiResult<Cells> {
         let data = referenced_project(ctx, &self.0.project).await?;
-        Ok(data
-            .fields
-            .iter()
-            .enumerate()
-            .filter_map(|(index, field)| {
-                let raw = self.0.values.get(&field.id)?;
-                Some(CustomFieldValue::new(
-                    CustomField::of_project(&data, index),
-                    raw,
-                ))
-            })
-            .collect())
+        Ok(Cells::new(self.0.clone(), data))
     }
 
     /// This issue's value of one custom field; null when it has none or the field is not one
@@ -453,7 +443,7 @@ impl CustomFieldValue {
 }
 
 impl CustomFieldValue {
-    fn new(field: CustomField, raw: &str) -> Self {
+    pub(super) fn new(field: CustomField, raw: &str) -> Self {
         // Stored numbers may come back in another spelling (DynamoDB normalizes them); the
         // canonical text is what clients see.
         let value = model::canonical_text(field.get().field_type, raw).into_owned();
@@ -700,7 +690,7 @@ impl PageInfo {
 
 // Project connections stay concurrent: `edges` and `nodes` may each select a project's issues.
 connection!(ProjectConnection, ProjectEdge, Project, "projects");
-connection!(IssueConnection, IssueEdge, Issue, "issues", #[graphql(serial)]);
+connection!(IssueConnection, IssueEdge, Row, "issues", #[graphql(serial)]);
 
 pub(crate) fn tenant_id(id: &str) -> Result<TenantId, ApiError> {
     TenantId::parse(id).map_err(ApiError::from)

@@ -414,8 +414,11 @@ async fn run(state: &Http, call: Call, request: async_graphql::Request) -> Respo
         return refusal;
     }
     let request = request.data(call.access).data(call.facts.clone());
-    let execution =
-        tokio::time::timeout(state.limits.request_timeout, state.gateway.execute(request)).await;
+    let execution = tokio::time::timeout(
+        state.limits.request_timeout,
+        state.gateway.execute_encoded(request),
+    )
+    .await;
     let mut response = match execution {
         Ok(response) => {
             call.facts.note_cost(&response);

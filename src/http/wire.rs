@@ -194,7 +194,7 @@ pub(super) fn graphql_response(
         bytes: Vec::with_capacity(max_bytes.min(RESPONSE_BUFFER_BYTES)),
         max: max_bytes,
     };
-    if serde_json::to_writer(&mut writer, &body).is_err() {
+    if body.write(&mut writer).is_err() {
         tracing::warn!(max_bytes, "response over the size limit");
         let status = match media {
             Media::Json => StatusCode::OK,
@@ -232,14 +232,75 @@ pub(super) fn graphql_response(
     out
 }
 
-/// A response body, serialized field by field so objects keep their order (selection order
-/// for `data`; `data`, `errors`, `extensions` at the top).
-#[derive(serde::Serialize)]
+/// A response body: `data`, `errors`, `extensions`, each only when present.
 struct WireBody<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
     data: Option<&'a async_graphql::Value>,
-    #[serde(skip_serializing_if = "<[_]>::is_empty")]
     errors: &'a [async_graphql::ServerError],
-    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     extensions: &'a std::collections::BTreeMap<String, async_graphql::Value>,
+}
+
+impl WireBody<'_> {
+    /// Writes the body. `data` is written by [`write_value`] (grid rows arrive encoded
+    /// already); errors and extensions, which never hold rows, by serde.
+    fn write(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        let mut separator: &[u8] = b"{";
+        if let Some(data) = self.data {
+            out.write_all(separator)?;
+            out.write_all(br#""data":"#)?;
+            write_value(out, data)?;
+            separator = b",";
+        }
+        if !self.errors.is_empty() {
+            out.write_all(separator)?;
+            out.write_all(br#""errors":"#)?;
+            serde_json::to_writer(&mut *out, self.errors)?;
+            separator = b",";
+        }
+        if !self.extensions.is_empty() {
+            out.write_all(separator)?;
+            out.write_all(br#""extensions":"#)?;
+            serde_json::to_writer(&mut *out, self.extensions)?;
+            separator = b",";
+        }
+        if separator == b"{" {
+            out.write_all(separator)?;
+        }
+        out.write_all(b"}")
+    }
+}
+
+/// Writes a response value as JSON, objects in their order. A `Binary` value is a grid row
+/// (or cell list) that `graphql/rows.rs` wrote as JSON already: it goes in as it is.
+fn write_value(out: &mut impl std::io::Write, value: &async_graphql::Value) -> std::io::Result<()> {
+    use async_graphql::Value;
+    match value {
+        Value::Null => out.write_all(b"null"),
+        Value::Boolean(b) => out.write_all(if *b { b"true" } else { b"false" }),
+        Value::Number(n) => Ok(serde_json::to_writer(out, n)?),
+        Value::String(s) => Ok(serde_json::to_writer(out, s)?),
+        Value::Enum(name) => Ok(serde_json::to_writer(out, name.as_str())?),
+        Value::Binary(json) => out.write_all(json),
+        Value::List(items) => {
+            out.write_all(b"[")?;
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.write_all(b",")?;
+                }
+                write_value(out, item)?;
+            }
+            out.write_all(b"]")
+        }
+        Value::Object(map) => {
+            out.write_all(b"{")?;
+            for (i, (key, item)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.write_all(b",")?;
+                }
+                serde_json::to_writer(&mut *out, key.as_str())?;
+                out.write_all(b":")?;
+                write_value(out, item)?;
+            }
+            out.write_all(b"}")
+        }
+    }
 }

@@ -26,6 +26,14 @@ pub use capacity::Capacity;
 pub use instrumented::Instrumented;
 pub use metered::{CallBudget, CostMeter, CostReport, Metered};
 
+/// Makes an item of a map as it is. serde_dynamo's `Item::from` rebuilds the map entry by entry
+/// (it converts each value), which costs a hash and a move per attribute of every item read.
+pub fn item_of(map: std::collections::HashMap<String, AttributeValue>) -> Item {
+    let mut item = Item::default();
+    *item.inner_mut() = map;
+    item
+}
+
 /// A shared handle to any store.
 pub type DynStore = Arc<dyn Store>;
 

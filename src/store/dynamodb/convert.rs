@@ -80,7 +80,7 @@ pub(super) fn from_sdk_item(item: SdkItem) -> Result<Item, StoreError> {
     item.into_iter()
         .map(|(name, value)| Ok((name, from_sdk_value(value)?)))
         .collect::<Result<HashMap<_, _>, StoreError>>()
-        .map(Item::from)
+        .map(crate::store::item_of)
 }
 
 fn from_sdk_value(value: SdkValue) -> Result<AttributeValue, StoreError> {

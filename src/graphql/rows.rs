@@ -1,0 +1,517 @@
+//! Grid rows resolved from a plan of their selection instead of field by field: the issues of
+//! a connection ([`Row`]) and their cells ([`Cells`]).
+//!
+//! A grid page is mostly rows and cells: a 50-row page with 8 fields has about 900 objects.
+//! async-graphql executes every field of every object on its own (a boxed future, a context,
+//! a hashed insert, a match on the field's name), which cost more than the values themselves.
+//! Here a selection set is compiled once per row into a plan (response key and what to put
+//! there), and the row is written straight as JSON text: one buffer per row instead of a
+//! map, a key and a string per field, which the response encoder would walk again.
+//!
+//! **Encoded rows.** A planned row or cell list is a `Value::Binary` holding its JSON (see
+//! [`encoded`]); nothing else in the schema produces binary values. `http::wire` writes
+//! them into the body as they are, and `Gateway::execute` decodes them for callers that
+//! read the response's values (the library API). The response passes that run between
+//! (nulling failed fields, field order) leave them alone: a planned row has no errors and
+//! is in selection order already.
+//!
+//! The plan covers what grids ask for: plain fields, `__typename`, and fragments on the
+//! object's own type (`@skip` and `@include` are already gone: async-graphql applies and
+//! removes them before execution). Anything else (another directive, a fragment on an
+//! interface, an argument, a field that loads something other than the row's project, two
+//! selections under one response key) makes the compile return `None`, and the row goes to
+//! the general executor, with the same result. The values come from the same data and conversions as the derived
+//! resolvers in `types.rs`, so both paths answer alike, byte for byte (`tests/api_rows.rs`).
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_graphql::parser::types::{Field, FragmentDefinition, Selection, SelectionSet};
+use async_graphql::registry::Registry;
+use async_graphql::{
+    ContextSelectionSet, EnumType, Name, OutputType, Positioned, ServerResult, Value,
+};
+
+use super::types::{
+    clamp_i32, clamp_version, referenced_project, CustomField, CustomFieldType, CustomFieldValue,
+    Issue, IssueState,
+};
+use crate::model::{self, ProjectData};
+
+/// At most this many fields per selection set take the plan; more (never seen in a grid)
+/// go to the general executor, which also bounds the duplicate-key check below.
+const MAX_PLANNED_FIELDS: usize = 32;
+
+/// Fragments nest at most this deep in a plan (validation already rejects cycles).
+const MAX_FRAGMENT_DEPTH: usize = 4;
+
+type Fragments = HashMap<Name, Positioned<FragmentDefinition>>;
+
+/// A compiled selection set: each response key, in selection order, and what it asks for.
+type Plan<P> = Vec<(Name, P)>;
+
+/// Compiles `set`, selected on objects of type `type_name`, with `part` deciding each field;
+/// `None` when the set needs the general executor (see the module docs).
+fn compile<'q, P>(
+    fragments: &'q Fragments,
+    set: &'q SelectionSet,
+    type_name: &str,
+    mut part: impl FnMut(&'q Field) -> Option<P>,
+) -> Option<Plan<P>> {
+    let mut fields = Vec::new();
+    flatten(fragments, set, type_name, &mut fields, 0)?;
+    if fields.len() > MAX_PLANNED_FIELDS {
+        return None;
+    }
+    for (i, field) in fields.iter().enumerate() {
+        let key = &field.response_key().node;
+        if fields[..i]
+            .iter()
+            .any(|seen| &seen.response_key().node == key)
+        {
+            // GraphQL merges selections with one response key; the executor does that.
+            return None;
+        }
+    }
+    fields
+        .into_iter()
+        .map(|field| {
+            if !field.arguments.is_empty() {
+                return None;
+            }
+            Some((field.response_key().node.clone(), part(field)?))
+        })
+        .collect()
+}
+
+/// The fields of `set`, through fragments on `type_name` itself, in selection order.
+fn flatten<'q>(
+    fragments: &'q Fragments,
+    set: &'q SelectionSet,
+    type_name: &str,
+    out: &mut Vec<&'q Field>,
+    depth: usize,
+) -> Option<()> {
+    if depth > MAX_FRAGMENT_DEPTH {
+        return None;
+    }
+    for selection in &set.items {
+        match &selection.node {
+            Selection::Field(field) => {
+                if !field.node.directives.is_empty() {
+                    return None;
+                }
+                out.push(&field.node);
+            }
+            Selection::InlineFragment(fragment) => {
+                let fragment = &fragment.node;
+                let on_type = fragment
+                    .type_condition
+                    .as_ref()
+                    .is_none_or(|condition| condition.node.on.node == type_name);
+                if !fragment.directives.is_empty() || !on_type {
+                    return None;
+                }
+                flatten(
+                    fragments,
+                    &fragment.selection_set.node,
+                    type_name,
+                    out,
+                    depth + 1,
+                )?;
+            }
+            Selection::FragmentSpread(spread) => {
+                let definition = &fragments.get(&spread.node.fragment_name.node)?.node;
+                if !spread.node.directives.is_empty()
+                    || !definition.directives.is_empty()
+                    || definition.type_condition.node.on.node != type_name
+                {
+                    return None;
+                }
+                flatten(
+                    fragments,
+                    &definition.selection_set.node,
+                    type_name,
+                    out,
+                    depth + 1,
+                )?;
+            }
+        }
+    }
+    Some(())
+}
+
+/// The JSON text of a planned row or cell list, as it travels in a response (see the module
+/// docs).
+fn encoded(json: Json) -> Value {
+    Value::Binary(json.0.into())
+}
+
+/// Every planned value that is a JSON object, decoded: for callers of the library API, who
+/// read the response's values rather than its encoding.
+pub(crate) fn decode_encoded(value: &mut Value) {
+    match value {
+        Value::Binary(json) => {
+            *value = serde_json::from_slice(json).unwrap_or_else(|e| {
+                tracing::error!(error = %e, "a planned row is not JSON");
+                Value::Null
+            });
+        }
+        Value::List(items) => items.iter_mut().for_each(decode_encoded),
+        Value::Object(map) => map.values_mut().for_each(decode_encoded),
+        _ => {}
+    }
+}
+
+/// A JSON text being written. Writing into a `Vec` cannot fail, so the `io::Result`s of
+/// the writes below are dropped.
+struct Json(Vec<u8>);
+
+impl Json {
+    /// Opens an object (`{`) or list (`[`).
+    fn open(&mut self, bracket: u8) {
+        self.0.push(bracket);
+    }
+
+    /// Closes an object (`}`) or list (`]`).
+    fn close(&mut self, bracket: u8) {
+        self.0.push(bracket);
+    }
+
+    /// Writes the `index`th key of an object (a comma before all but the first).
+    fn key(&mut self, index: usize, key: &Name) {
+        self.comma(index);
+        self.string(key.as_str());
+        self.0.push(b':');
+    }
+
+    /// A comma before every element but the first.
+    fn comma(&mut self, index: usize) {
+        if index > 0 {
+            self.0.push(b',');
+        }
+    }
+
+    fn string(&mut self, text: &str) {
+        let _ = serde_json::to_writer(&mut self.0, text);
+    }
+
+    fn int(&mut self, n: i32) {
+        use std::io::Write as _;
+        let _ = write!(self.0, "{n}");
+    }
+
+    /// An enum value, which GraphQL's JSON spells as its name.
+    fn enumeration<T: EnumType>(&mut self, value: T) {
+        let name = T::items()
+            .iter()
+            .find(|item| item.value == value)
+            .map_or("", |item| item.name);
+        self.string(name);
+    }
+}
+
+/// What a selection of a `CustomField` asks for (its `project` is left to the executor).
+enum FieldPart {
+    Typename,
+    Id,
+    Name,
+    Type,
+    Position,
+    Version,
+}
+
+fn field_plan(fragments: &Fragments, set: &SelectionSet) -> Option<Plan<FieldPart>> {
+    compile(
+        fragments,
+        set,
+        &CustomField::type_name(),
+        |field| match field.name.node.as_str() {
+            "__typename" => Some(FieldPart::Typename),
+            "id" => Some(FieldPart::Id),
+            "name" => Some(FieldPart::Name),
+            "type" => Some(FieldPart::Type),
+            "position" => Some(FieldPart::Position),
+            "version" => Some(FieldPart::Version),
+            _ => None,
+        },
+    )
+}
+
+fn write_field(out: &mut Json, plan: &Plan<FieldPart>, field: &model::CustomField) {
+    out.open(b'{');
+    for (index, (key, part)) in plan.iter().enumerate() {
+        out.key(index, key);
+        match part {
+            FieldPart::Typename => out.string(&CustomField::type_name()),
+            FieldPart::Id => out.string(field.id.as_str()),
+            FieldPart::Name => out.string(&field.name),
+            FieldPart::Type => out.enumeration(CustomFieldType::from(field.field_type)),
+            FieldPart::Position => out.int(clamp_i32(field.position)),
+            FieldPart::Version => out.int(clamp_version(field.version)),
+        }
+    }
+    out.close(b'}');
+}
+
+/// What a selection of a `CustomFieldValue` (a cell) asks for.
+enum CellPart {
+    Typename,
+    Value,
+    Field(Plan<FieldPart>),
+}
+
+fn cell_plan(fragments: &Fragments, set: &SelectionSet) -> Option<Plan<CellPart>> {
+    compile(
+        fragments,
+        set,
+        &CustomFieldValue::type_name(),
+        |field| match field.name.node.as_str() {
+            "__typename" => Some(CellPart::Typename),
+            "value" => Some(CellPart::Value),
+            "field" => field_plan(fragments, &field.selection_set.node).map(CellPart::Field),
+            _ => None,
+        },
+    )
+}
+
+fn write_cells(out: &mut Json, plan: &Plan<CellPart>, issue: &model::Issue, project: &ProjectData) {
+    out.open(b'[');
+    for (cell, (_, field, raw)) in cells_of(issue, project).enumerate() {
+        out.comma(cell);
+        out.open(b'{');
+        for (index, (key, part)) in plan.iter().enumerate() {
+            out.key(index, key);
+            match part {
+                CellPart::Typename => out.string(&CustomFieldValue::type_name()),
+                CellPart::Value => out.string(&model::canonical_text(field.field_type, raw)),
+                CellPart::Field(plan) => write_field(out, plan, field),
+            }
+        }
+        out.close(b'}');
+    }
+    out.close(b']');
+}
+
+/// A first guess at a row's or cell list's size in bytes, so that most never grow.
+fn capacity(issue: &model::Issue) -> usize {
+    128 + 96 * issue.values.len()
+}
+
+/// An issue's cells: the project's live fields in position order, with the issue's raw value
+/// of each (fields without one are left out).
+fn cells_of<'a>(
+    issue: &'a model::Issue,
+    project: &'a ProjectData,
+) -> impl Iterator<Item = (usize, &'a model::CustomField, &'a str)> + 'a {
+    project
+        .fields
+        .iter()
+        .enumerate()
+        .filter_map(|(index, field)| Some((index, field, issue.values.get(&field.id)?.as_str())))
+}
+
+/// `Issue.fieldValues`: the type is `[CustomFieldValue!]!`, the resolution by plan.
+pub struct Cells {
+    issue: Arc<model::Issue>,
+    project: Arc<ProjectData>,
+}
+
+impl Cells {
+    pub(super) fn new(issue: Arc<model::Issue>, project: Arc<ProjectData>) -> Self {
+        Cells { issue, project }
+    }
+
+    /// The cells as objects, for the general executor.
+    fn objects(&self) -> Vec<CustomFieldValue> {
+        cells_of(&self.issue, &self.project)
+            .map(|(index, _, raw)| {
+                CustomFieldValue::new(CustomField::of_project(&self.project, index), raw)
+            })
+            .collect()
+    }
+}
+
+impl OutputType for Cells {
+    fn type_name() -> Cow<'static, str> {
+        <Vec<CustomFieldValue> as OutputType>::type_name()
+    }
+
+    fn qualified_type_name() -> String {
+        <Vec<CustomFieldValue> as OutputType>::qualified_type_name()
+    }
+
+    fn create_type_info(registry: &mut Registry) -> String {
+        <Vec<CustomFieldValue> as OutputType>::create_type_info(registry)
+    }
+
+    async fn resolve(
+        &self,
+        ctx: &ContextSelectionSet<'_>,
+        field: &Positioned<Field>,
+    ) -> ServerResult<Value> {
+        match cell_plan(&ctx.query_env.fragments, &ctx.item.node) {
+            Some(plan) => {
+                let mut out = Json(Vec::with_capacity(capacity(&self.issue)));
+                write_cells(&mut out, &plan, &self.issue, &self.project);
+                Ok(encoded(out))
+            }
+            None => OutputType::resolve(&self.objects(), ctx, field).await,
+        }
+    }
+}
+
+/// What a selection of an `Issue` asks for (`project` and `fieldValue(fieldId:)` are left to
+/// the executor).
+enum RowPart {
+    Typename,
+    Id,
+    Num,
+    Name,
+    State,
+    Version,
+    Cells(Plan<CellPart>),
+}
+
+fn row_plan(fragments: &Fragments, set: &SelectionSet) -> Option<Plan<RowPart>> {
+    compile(fragments, set, &Issue::type_name(), |field| {
+        match field.name.node.as_str() {
+            "__typename" => Some(RowPart::Typename),
+            "id" => Some(RowPart::Id),
+            "num" => Some(RowPart::Num),
+            "name" => Some(RowPart::Name),
+            "state" => Some(RowPart::State),
+            "version" => Some(RowPart::Version),
+            "fieldValues" => cell_plan(fragments, &field.selection_set.node).map(RowPart::Cells),
+            _ => None,
+        }
+    })
+}
+
+/// An issue listed by a connection (an edge's `node`, or among `nodes`): of type `Issue`,
+/// resolved by plan.
+#[derive(Clone)]
+pub struct Row(pub Issue);
+
+impl OutputType for Row {
+    fn type_name() -> Cow<'static, str> {
+        Issue::type_name()
+    }
+
+    fn create_type_info(registry: &mut Registry) -> String {
+        Issue::create_type_info(registry)
+    }
+
+    async fn resolve(
+        &self,
+        ctx: &ContextSelectionSet<'_>,
+        field: &Positioned<Field>,
+    ) -> ServerResult<Value> {
+        let Some(plan) = row_plan(&ctx.query_env.fragments, &ctx.item.node) else {
+            return OutputType::resolve(&self.0, ctx, field).await;
+        };
+        let issue = &*self.0 .0;
+        let project = if plan
+            .iter()
+            .any(|(_, part)| matches!(part, RowPart::Cells(_)))
+        {
+            match referenced_project(ctx, &issue.project).await {
+                Ok(project) => Some(project),
+                // The executor reports the failure where it belongs (at `fieldValues`).
+                Err(_) => return OutputType::resolve(&self.0, ctx, field).await,
+            }
+        } else {
+            None
+        };
+        let mut out = Json(Vec::with_capacity(capacity(issue)));
+        out.open(b'{');
+        for (index, (key, part)) in plan.iter().enumerate() {
+            out.key(index, key);
+            match part {
+                RowPart::Typename => out.string(&Issue::type_name()),
+                RowPart::Id => out.string(issue.id.as_str()),
+                RowPart::Num => out.int(clamp_i32(issue.num)),
+                RowPart::Name => out.string(&issue.name),
+                RowPart::State => out.enumeration(IssueState::from(issue.state)),
+                RowPart::Version => out.int(clamp_version(issue.version)),
+                RowPart::Cells(plan) => match &project {
+                    Some(project) => write_cells(&mut out, plan, issue, project),
+                    None => out.0.extend_from_slice(b"null"),
+                },
+            }
+        }
+        out.close(b'}');
+        Ok(encoded(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use async_graphql::parser::parse_query;
+    use async_graphql::parser::types::{DocumentOperations, ExecutableDocument};
+
+    use super::*;
+
+    /// The selection set of `issues { nodes { … } }` in the document's only operation.
+    fn nodes_set(document: &ExecutableDocument) -> &SelectionSet {
+        let DocumentOperations::Single(operation) = &document.operations else {
+            panic!("one operation");
+        };
+        let mut set = &operation.node.selection_set.node;
+        for name in ["issues", "nodes"] {
+            set = set
+                .items
+                .iter()
+                .find_map(|item| match &item.node {
+                    Selection::Field(f) if f.node.name.node == name => {
+                        Some(&f.node.selection_set.node)
+                    }
+                    _ => None,
+                })
+                .expect("the field");
+        }
+        set
+    }
+
+    fn plans(query: &str) -> Option<usize> {
+        let document = parse_query(query).expect("a valid document");
+        let fragments = document
+            .fragments
+            .iter()
+            .map(|(name, definition)| (name.clone(), definition.clone()))
+            .collect();
+        row_plan(&fragments, nodes_set(&document)).map(|plan| plan.len())
+    }
+
+    #[test]
+    fn grid_selections_take_a_plan() {
+        assert_eq!(
+            plans("{ issues { nodes { id num name state version __typename fieldValues { value field { id name type position version __typename } } } } }"),
+            Some(7)
+        );
+        assert_eq!(
+            plans("{ issues { nodes { n: num ...R ... on Issue { id } ... { state } } } } fragment R on Issue { name fieldValues { ... on CustomFieldValue { value } } }"),
+            Some(5)
+        );
+    }
+
+    #[test]
+    fn other_selections_go_to_the_executor() {
+        for query in [
+            "{ issues { nodes { id @include(if: true) } } }",
+            "{ issues { nodes { id ... @skip(if: false) { num } } } }",
+            "{ issues { nodes { ... on Node { id } } } }",
+            "{ issues { nodes { num num } } }",
+            "{ issues { nodes { a: num a: name } } }",
+            "{ issues { nodes { project { id } } } }",
+            "{ issues { nodes { fieldValue(fieldId: \"xattrib-1\") { value } } } }",
+            "{ issues { nodes { fieldValues { field { project { id } } } } } }",
+            "{ issues { nodes { fieldValues { value @skip(if: true) } } } }",
+            "{ issues { nodes { ...R } } } fragment R on Node { id }",
+            "{ issues { nodes { ...Missing } } }",
+        ] {
+            assert_eq!(plans(query), None, "{query}");
+        }
+    }
+}
