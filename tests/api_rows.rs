@@ -68,7 +68,7 @@ const GRID: &str = r#"query Grid($p: ID!, $order: IssueOrder) {
   project(id: $p) {
     customFields { id name type position }
     issues(first: 25, orderBy: $order) {
-      edges { cursor node { % id num name state version fieldValues { % field { % id } value } } }
+      edges { % cursor node { % id num name state version fieldValues { % field { % id } value } } }
       pageInfo { hasNextPage endCursor }
     }
   }

@@ -1,5 +1,6 @@
-//! Grid rows resolved from a plan of their selection instead of field by field: the issues of
-//! a connection ([`Row`]) and their cells ([`Cells`]).
+//! Grid rows resolved from a plan of their selection instead of field by field: a
+//! connection's `edges` and `nodes` lists ([`Edges`], [`Rows`]), an issue listed by one
+//! ([`Row`]) and its cells ([`Cells`]).
 //!
 //! A grid page is mostly rows and cells: a 50-row page with 8 fields has about 900 objects.
 //! async-graphql executes every field of every object on its own (a boxed future, a context,
@@ -35,9 +36,26 @@ use async_graphql::{
 
 use super::types::{
     clamp_i32, clamp_version, referenced_project, CustomField, CustomFieldType, CustomFieldValue,
-    Issue, IssueState,
+    Issue, IssueEdge, IssueState,
 };
 use crate::model::{self, ProjectData};
+
+/// The type-information functions of an `OutputType` that is, to GraphQL, the list `$list`.
+macro_rules! list_type_info {
+    ($list:ty) => {
+        fn type_name() -> Cow<'static, str> {
+            <$list as OutputType>::type_name()
+        }
+
+        fn qualified_type_name() -> String {
+            <$list as OutputType>::qualified_type_name()
+        }
+
+        fn create_type_info(registry: &mut Registry) -> String {
+            <$list as OutputType>::create_type_info(registry)
+        }
+    };
+}
 
 /// At most this many fields per selection set take the plan; more (never seen in a grid)
 /// go to the general executor, which also bounds the duplicate-key check below.
@@ -334,17 +352,7 @@ impl Cells {
 }
 
 impl OutputType for Cells {
-    fn type_name() -> Cow<'static, str> {
-        <Vec<CustomFieldValue> as OutputType>::type_name()
-    }
-
-    fn qualified_type_name() -> String {
-        <Vec<CustomFieldValue> as OutputType>::qualified_type_name()
-    }
-
-    fn create_type_info(registry: &mut Registry) -> String {
-        <Vec<CustomFieldValue> as OutputType>::create_type_info(registry)
-    }
+    list_type_info!(Vec<CustomFieldValue>);
 
     async fn resolve(
         &self,
@@ -412,38 +420,173 @@ impl OutputType for Row {
             return OutputType::resolve(&self.0, ctx, field).await;
         };
         let issue = &*self.0 .0;
-        let project = if plan
-            .iter()
-            .any(|(_, part)| matches!(part, RowPart::Cells(_)))
-        {
-            match referenced_project(ctx, &issue.project).await {
-                Ok(project) => Some(project),
-                // The executor reports the failure where it belongs (at `fieldValues`).
-                Err(_) => return OutputType::resolve(&self.0, ctx, field).await,
-            }
-        } else {
-            None
-        };
         let mut out = Json(Vec::with_capacity(capacity(issue)));
+        match write_row(ctx, &mut out, &plan, issue).await {
+            Some(()) => Ok(encoded(out)),
+            // The executor reports the failure where it belongs (at `fieldValues`).
+            None => OutputType::resolve(&self.0, ctx, field).await,
+        }
+    }
+}
+
+/// Writes one issue by its plan; `None` when its project could not be loaded for its cells.
+async fn write_row(
+    ctx: &ContextSelectionSet<'_>,
+    out: &mut Json,
+    plan: &Plan<RowPart>,
+    issue: &model::Issue,
+) -> Option<()> {
+    // Loaded once per row, as the executor does (`fieldValues` charges each lookup); every
+    // row of a page has the same project, which the first of them loads for the rest.
+    let project = if plan
+        .iter()
+        .any(|(_, part)| matches!(part, RowPart::Cells(_)))
+    {
+        Some(referenced_project(ctx, &issue.project).await.ok()?)
+    } else {
+        None
+    };
+    out.open(b'{');
+    for (index, (key, part)) in plan.iter().enumerate() {
+        out.key(index, key);
+        match part {
+            RowPart::Typename => out.string(&Issue::type_name()),
+            RowPart::Id => out.string(issue.id.as_str()),
+            RowPart::Num => out.int(clamp_i32(issue.num)),
+            RowPart::Name => out.string(&issue.name),
+            RowPart::State => out.enumeration(IssueState::from(issue.state)),
+            RowPart::Version => out.int(clamp_version(issue.version)),
+            RowPart::Cells(plan) => match &project {
+                Some(project) => write_cells(out, plan, issue, project),
+                None => out.0.extend_from_slice(b"null"),
+            },
+        }
+    }
+    out.close(b'}');
+    Some(())
+}
+
+/// `IssueConnection.nodes`: the type is `[Issue!]!`, the resolution by plan, the whole list
+/// in one text.
+pub struct Rows(Vec<Row>);
+
+impl FromIterator<Row> for Rows {
+    fn from_iter<I: IntoIterator<Item = Row>>(rows: I) -> Self {
+        Rows(rows.into_iter().collect())
+    }
+}
+
+impl OutputType for Rows {
+    list_type_info!(Vec<Row>);
+
+    async fn resolve(
+        &self,
+        ctx: &ContextSelectionSet<'_>,
+        field: &Positioned<Field>,
+    ) -> ServerResult<Value> {
+        if let Some(plan) = row_plan(&ctx.query_env.fragments, &ctx.item.node) {
+            let issues = self.0.iter().map(|row| &row.0);
+            let mut out = Json(Vec::with_capacity(list_capacity(issues)));
+            if write_rows(ctx, &mut out, &plan, &self.0).await.is_some() {
+                return Ok(encoded(out));
+            }
+        }
+        OutputType::resolve(&self.0, ctx, field).await
+    }
+}
+
+async fn write_rows(
+    ctx: &ContextSelectionSet<'_>,
+    out: &mut Json,
+    plan: &Plan<RowPart>,
+    rows: &[Row],
+) -> Option<()> {
+    out.open(b'[');
+    for (index, row) in rows.iter().enumerate() {
+        out.comma(index);
+        write_row(ctx, out, plan, &row.0 .0).await?;
+    }
+    out.close(b']');
+    Some(())
+}
+
+/// A first guess at a list of rows' size in bytes.
+fn list_capacity<'a>(rows: impl Iterator<Item = &'a Issue>) -> usize {
+    rows.map(|row| capacity(&row.0) + 64).sum::<usize>() + 2
+}
+
+/// What a selection of an `IssueEdge` asks for.
+enum EdgePart {
+    Typename,
+    Cursor,
+    Node(Plan<RowPart>),
+}
+
+fn edge_plan(fragments: &Fragments, set: &SelectionSet) -> Option<Plan<EdgePart>> {
+    compile(
+        fragments,
+        set,
+        &IssueEdge::type_name(),
+        |field| match field.name.node.as_str() {
+            "__typename" => Some(EdgePart::Typename),
+            "cursor" => Some(EdgePart::Cursor),
+            "node" => row_plan(fragments, &field.selection_set.node).map(EdgePart::Node),
+            _ => None,
+        },
+    )
+}
+
+/// `IssueConnection.edges`: the type is `[IssueEdge!]!`, the resolution by plan, the whole
+/// list in one text.
+pub struct Edges(Vec<IssueEdge>);
+
+impl FromIterator<IssueEdge> for Edges {
+    fn from_iter<I: IntoIterator<Item = IssueEdge>>(edges: I) -> Self {
+        Edges(edges.into_iter().collect())
+    }
+}
+
+impl OutputType for Edges {
+    list_type_info!(Vec<IssueEdge>);
+
+    async fn resolve(
+        &self,
+        ctx: &ContextSelectionSet<'_>,
+        field: &Positioned<Field>,
+    ) -> ServerResult<Value> {
+        if let Some(plan) = edge_plan(&ctx.query_env.fragments, &ctx.item.node) {
+            let issues = self.0.iter().map(|edge| &edge.node.0);
+            let mut out = Json(Vec::with_capacity(list_capacity(issues)));
+            if write_edges(ctx, &mut out, &plan, &self.0).await.is_some() {
+                return Ok(encoded(out));
+            }
+        }
+        OutputType::resolve(&self.0, ctx, field).await
+    }
+}
+
+async fn write_edges(
+    ctx: &ContextSelectionSet<'_>,
+    out: &mut Json,
+    plan: &Plan<EdgePart>,
+    edges: &[IssueEdge],
+) -> Option<()> {
+    out.open(b'[');
+    for (index, edge) in edges.iter().enumerate() {
+        out.comma(index);
         out.open(b'{');
         for (index, (key, part)) in plan.iter().enumerate() {
             out.key(index, key);
             match part {
-                RowPart::Typename => out.string(&Issue::type_name()),
-                RowPart::Id => out.string(issue.id.as_str()),
-                RowPart::Num => out.int(clamp_i32(issue.num)),
-                RowPart::Name => out.string(&issue.name),
-                RowPart::State => out.enumeration(IssueState::from(issue.state)),
-                RowPart::Version => out.int(clamp_version(issue.version)),
-                RowPart::Cells(plan) => match &project {
-                    Some(project) => write_cells(&mut out, plan, issue, project),
-                    None => out.0.extend_from_slice(b"null"),
-                },
+                EdgePart::Typename => out.string(&IssueEdge::type_name()),
+                EdgePart::Cursor => out.string(&edge.cursor),
+                EdgePart::Node(plan) => write_row(ctx, out, plan, &edge.node.0 .0).await?,
             }
         }
         out.close(b'}');
-        Ok(encoded(out))
     }
+    out.close(b']');
+    Some(())
 }
 
 #[cfg(test)]

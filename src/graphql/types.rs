@@ -13,7 +13,7 @@ use async_graphql::{
 
 use super::error::{ApiError, ApiResult};
 use super::prefetch::{self, PageKey};
-use super::rows::{Cells, Row};
+use super::rows::{Cells, Edges, Row, Rows};
 use crate::ids::{FieldId, ProjectId, TenantId};
 use crate::loaders::RequestLoader;
 use crate::model::{self, ProjectData};
@@ -611,6 +611,15 @@ pub struct PageInfo {
 /// connection has the same shape and the same page-info rules.
 macro_rules! connection {
     ($conn:ident, $edge:ident, $node:ty, $what:literal $(, #[$attr:meta])?) => {
+        connection!(
+            $conn, $edge, $node, $what, Vec<$edge>, Vec<$node> $(, #[$attr])?
+        );
+    };
+    // With the types of the `edges` and `nodes` lists (any collection of the edges or nodes).
+    (
+        $conn:ident, $edge:ident, $node:ty, $what:literal, $edges:ty, $nodes:ty
+        $(, #[$attr:meta])?
+    ) => {
         #[doc = concat!("A row of a list of ", $what, " and its cursor.")]
         #[derive(SimpleObject)]
         $(#[$attr])?
@@ -625,9 +634,9 @@ macro_rules! connection {
         #[derive(SimpleObject)]
         $(#[$attr])?
         pub struct $conn {
-            pub edges: Vec<$edge>,
+            pub edges: $edges,
             /// The edges' nodes, for clients that need no cursors.
-            pub nodes: Vec<$node>,
+            pub nodes: $nodes,
             pub page_info: PageInfo,
         }
 
@@ -690,7 +699,8 @@ impl PageInfo {
 
 // Project connections stay concurrent: `edges` and `nodes` may each select a project's issues.
 connection!(ProjectConnection, ProjectEdge, Project, "projects");
-connection!(IssueConnection, IssueEdge, Row, "issues", #[graphql(serial)]);
+// Issue connections list their rows by plan (`rows.rs`).
+connection!(IssueConnection, IssueEdge, Row, "issues", Edges, Rows, #[graphql(serial)]);
 
 pub(crate) fn tenant_id(id: &str) -> Result<TenantId, ApiError> {
     TenantId::parse(id).map_err(ApiError::from)
