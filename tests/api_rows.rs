@@ -122,7 +122,8 @@ fragment Row on Issue { id name state version }"#;
 }
 
 /// Selections a plan leaves to the executor (a field that loads, an argument, a fragment on
-/// an interface, a key selected twice) still answer the same, in the same order.
+/// an interface, a key selected twice) still answer the same, in the same order; and rows the
+/// executor resolves still answer the same when their cells take a plan.
 async fn selections_left_to_the_executor_answer_the_same(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let p = project(&app).await;
@@ -138,12 +139,16 @@ async fn selections_left_to_the_executor_answer_the_same(backend: Backend) {
     issues(first: 8, orderBy: {field: NUM, direction: DESC}) {
       nodes { num project { id } fieldValues { value % field { id project { name } } } }
       edges { node { num fieldValue(fieldId: $f) { value } ... on Node { id } num } }
+      cells: nodes { project { name } fieldValues { value % field { id % } } }
     }
   }
 }"#;
     let (body, text) = same_answer(&app, query, json!({"p": p, "f": field})).await;
     let node = &body["data"]["project"]["issues"]["nodes"][0];
     assert_eq!(node["project"]["id"], json!(p));
+    // A row the executor resolves (it selects `project`) still takes the plan for its cells.
+    let cells = &body["data"]["project"]["issues"]["cells"][0]["fieldValues"];
+    assert!(cells[0]["field"]["id"].is_string(), "{body:#}");
     // A key selected twice answers once, where it was first selected.
     let edge = text.find(r#""edges":[{"node":{"num":"#).expect("edges");
     let value = text[edge..].find(r#""fieldValue":"#).expect("fieldValue");
