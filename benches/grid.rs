@@ -176,6 +176,32 @@ fn edits(c: &mut Criterion) {
     group.finish();
 }
 
+/// Reading one issue row of a grid page from DynamoDB JSON (8 custom-field values), as both
+/// stores receive it: serde_dynamo's own `Deserialize` (the generic path) against
+/// `store::ddbjson`.
+fn item_decoding(c: &mut Criterion) {
+    let mut text = String::from(
+        r#"{"PK":{"S":"issue-1cycthedv44q9pv3y1b8s4hjet"},"SK":{"S":"project-1cycthedv44q9pv3y1b8s4hjet"},"GSI1SK":{"S":"0000000042"},"Type":{"S":"Issue"},"Num":{"N":"42"},"Name":{"S":"Girder needs replacing near the \"north\" span"},"State":{"S":"open"},"Version":{"N":"3"},"Values":{"M":{"#,
+    );
+    for field in 0..8 {
+        if field > 0 {
+            text.push(',');
+        }
+        text.push_str(&format!(
+            r#""xattrib-{field}abcdefghijklmnopqrstuvw":{{"S":"value of field {field}"}}"#
+        ));
+    }
+    text.push_str("}}}");
+    let mut group = c.benchmark_group("item_decoding");
+    group.bench_function("serde_dynamo", |b| {
+        b.iter(|| serde_json::from_str::<gridgate::store::Item>(black_box(&text)).expect("item"))
+    });
+    group.bench_function("ddbjson", |b| {
+        b.iter(|| gridgate::store::ddbjson::item(black_box(&text)).expect("item"))
+    });
+    group.finish();
+}
+
 fn sort_strings(c: &mut Criterion) {
     let mut group = c.benchmark_group("sortkey");
     let text = "Girder needs replacing: Zürich straße 日本語";
@@ -192,5 +218,5 @@ fn sort_strings(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, grid_pages, edits, sort_strings);
+criterion_group!(benches, grid_pages, edits, item_decoding, sort_strings);
 criterion_main!(benches);

@@ -8,6 +8,7 @@
 //! process's metrics.
 
 pub mod capacity;
+pub mod ddbjson;
 pub mod dynamodb;
 pub mod embedded;
 pub mod instrumented;
