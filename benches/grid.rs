@@ -1,6 +1,7 @@
 //! Benchmarks on the embedded store, through the gateway (in process, no HTTP: metering,
 //! loaders, response order included): whole grid pages, the two commonest edits (a new issue
-//! with 10 values, one cell), and the sort-string encoders on their own.
+//! with 10 values, one cell), and on their own the reading of an issue row from DynamoDB JSON
+//! and the sort-string encoders.
 //!
 //! `cargo bench --bench grid`; DynamoDB call counts are asserted exactly in the tests, this
 //! measures time only.
