@@ -2030,3 +2030,96 @@ crate::both_stores!(
     scan_visits_every_item_once,
     transaction_write_capacity,
 );
+
+/// DynamoDB only: every read's items come from the store's own reader of the response body
+/// (`store::dynamodb::lift`), not from the SDK's deserializer, and they are the items written,
+/// every attribute type included. A response the reader could not split would still read
+/// correctly, through the SDK; this test fails if that fallback is ever what runs.
+#[tokio::test]
+async fn dynamodb_reads_lift_items_out_of_the_response() {
+    use gridgate::store::dynamodb::{DynamoConfig, DynamoStore, ItemReads};
+    use gridgate::store::Store;
+
+    let dynamo = DynamoStore::connect_with(
+        DynamoConfig {
+            table: TestStore::unique_table("gridgate-lift"),
+            endpoint: Some(support::dynamodb_local::endpoint().to_string()),
+            local_credentials: true,
+        },
+        support::app::shared_local_settings(),
+    )
+    .await
+    .unwrap();
+    dynamo.ensure_table().await.unwrap();
+    let every_type = with(
+        with(
+            row("L", "a", Some("g1")),
+            "Values",
+            map(&[
+                ("s", s("ünïcode \"quoted\" \\ \u{1F600}")),
+                ("n", n("-12.5")),
+                ("b", AttributeValue::B(vec![0, 1, 255])),
+                ("bool", AttributeValue::Bool(true)),
+                ("null", AttributeValue::Null(true)),
+                ("l", AttributeValue::L(vec![n("1"), map(&[("x", s("y"))])])),
+                ("ss", AttributeValue::Ss(vec!["x".into(), "y".into()])),
+                ("ns", AttributeValue::Ns(vec!["1".into(), "2.5".into()])),
+                ("bs", AttributeValue::Bs(vec![vec![1], vec![2, 3]])),
+            ]),
+        ),
+        "Flag",
+        AttributeValue::Bool(false),
+    );
+    let plain = row("L", "b", Some("g2"));
+    let items = vec![every_type.clone(), plain.clone()];
+    dynamo.batch_put(items.clone()).await.unwrap();
+    let baseline = dynamo.item_reads();
+
+    // Sets come back in DynamoDB's order, which need not be the order written.
+    let normalized = |mut item: Item| {
+        if let Some(AttributeValue::M(values)) = item.get_mut("Values") {
+            for value in values.values_mut() {
+                match value {
+                    AttributeValue::Ss(v) | AttributeValue::Ns(v) => v.sort(),
+                    AttributeValue::Bs(v) => v.sort(),
+                    _ => {}
+                }
+            }
+        }
+        item
+    };
+    let all = |items: Vec<Item>| sorted(items.into_iter().map(normalized).collect());
+
+    let got = dynamo.get(&key_of(&every_type)).await.unwrap();
+    assert_eq!(got.item.map(normalized), Some(every_type.clone()));
+    assert_eq!(dynamo.get(&Key::new("L", "none")).await.unwrap().item, None);
+    let batch = dynamo
+        .batch_get(&[key_of(&every_type), key_of(&plain), Key::new("L", "none")])
+        .await
+        .unwrap();
+    assert_eq!(all(batch.items), items);
+    let table = dynamo
+        .query(&query(Index::Table, "L", SortCondition::Any, true))
+        .await
+        .unwrap();
+    assert_eq!(all(table.items), items);
+    let index = dynamo
+        .query(&query(Index::Gsi1, "b", SortCondition::Any, true))
+        .await
+        .unwrap();
+    assert_eq!(all(index.items), vec![plain]);
+    let scan = dynamo.scan(None, None).await.unwrap();
+    assert_eq!(all(scan.items), items);
+
+    let reads = dynamo.item_reads();
+    assert_eq!(
+        ItemReads {
+            lifted: reads.lifted - baseline.lifted,
+            by_sdk: reads.by_sdk - baseline.by_sdk,
+        },
+        ItemReads {
+            lifted: 6,
+            by_sdk: 0
+        }
+    );
+}

@@ -59,6 +59,69 @@ pub fn items(text: &str) -> Result<Vec<Item>, JsonError> {
     Ok(out)
 }
 
+/// Where a response envelope keeps its items.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ItemsShape {
+    /// A list of items (`Items` of a Query or Scan).
+    List,
+    /// One item (`Item` of a GetItem).
+    One,
+    /// An object from table name to a list of items (`Responses` of a BatchGetItem), naming
+    /// at most one table.
+    Tables,
+}
+
+/// Splits a DynamoDB response envelope in one pass: returns the envelope without `member`
+/// (JSON text, the other members copied as they are) and the items `member` held (none when
+/// it is absent). Refuses a body that is not one JSON object, a member name with escapes
+/// (DynamoDB writes none, and an escaped name could hide the member), and a member that is not
+/// of `shape`. The other members are skipped, not checked: whoever reads the envelope does.
+pub fn split_response(
+    text: &str,
+    member: &str,
+    shape: ItemsShape,
+) -> Result<(String, Vec<Item>), JsonError> {
+    let mut parser = Parser::new(text);
+    // The rest of a Query's envelope (counts, a key, capacity) is a few hundred bytes.
+    let mut rest = String::with_capacity(512);
+    let mut items = Vec::new();
+    parser.eat(b'{', "expected a response object")?;
+    rest.push('{');
+    if parser.peek() == Some(b'}') {
+        parser.at += 1;
+    } else {
+        loop {
+            let name = parser.plain_name()?;
+            parser.eat(b':', "expected : after a member name")?;
+            if name == member {
+                items = parser.shaped_items(shape)?;
+            } else {
+                parser.skip_ws();
+                let start = parser.at;
+                parser.skip_value(0)?;
+                if rest.len() > 1 {
+                    rest.push(',');
+                }
+                rest.push('"');
+                rest.push_str(name);
+                rest.push_str("\":");
+                rest.push_str(&text[start..parser.at]);
+            }
+            match parser.peek() {
+                Some(b',') => parser.at += 1,
+                Some(b'}') => {
+                    parser.at += 1;
+                    break;
+                }
+                _ => return parser.fail("expected , or } in an object"),
+            }
+        }
+    }
+    parser.end()?;
+    rest.push('}');
+    Ok((rest, items))
+}
+
 struct Parser<'a> {
     text: &'a str,
     bytes: &'a [u8],
@@ -342,6 +405,116 @@ impl<'a> Parser<'a> {
         match char::from_u32(code) {
             Some(c) => Ok(c),
             None => self.fail("an invalid unicode escape"),
+        }
+    }
+
+    /// Reads an object member's name that has no escapes, without copying it.
+    fn plain_name(&mut self) -> Result<&'a str, JsonError> {
+        self.eat(b'"', "expected a member name")?;
+        let start = self.at;
+        let len = self.bytes[start..]
+            .iter()
+            .position(|&b| b == b'"' || b == b'\\' || b < 0x20);
+        match len.map(|len| (len, self.bytes[start + len])) {
+            Some((len, b'"')) => {
+                self.at = start + len + 1;
+                Ok(&self.text[start..start + len])
+            }
+            _ => self.fail("a member name with escapes"),
+        }
+    }
+
+    fn shaped_items(&mut self, shape: ItemsShape) -> Result<Vec<Item>, JsonError> {
+        let mut items = Vec::new();
+        match shape {
+            ItemsShape::List => self.list(|p| {
+                items.push(item_of(p.map(1)?));
+                Ok(())
+            })?,
+            ItemsShape::One => items.push(item_of(self.map(0)?)),
+            ItemsShape::Tables => {
+                self.eat(b'{', "expected an object of tables")?;
+                if self.peek() == Some(b'}') {
+                    self.at += 1;
+                    return Ok(items);
+                }
+                self.plain_name()?;
+                self.eat(b':', "expected : after a table name")?;
+                self.list(|p| {
+                    items.push(item_of(p.map(1)?));
+                    Ok(())
+                })?;
+                if self.peek() != Some(b'}') {
+                    return self.fail("more than one table");
+                }
+                self.at += 1;
+            }
+        }
+        Ok(items)
+    }
+
+    /// Moves past one JSON value of any kind without building it. Strings and nesting are
+    /// followed exactly (so a `}` inside a string ends nothing); numbers and literals are
+    /// taken up to the next delimiter and left for the envelope's reader to check.
+    fn skip_value(&mut self, depth: usize) -> Result<(), JsonError> {
+        if depth > MAX_DEPTH {
+            return self.fail("nested too deeply");
+        }
+        match self.peek() {
+            Some(b'{') => {
+                self.at += 1;
+                if self.peek() == Some(b'}') {
+                    self.at += 1;
+                    return Ok(());
+                }
+                loop {
+                    self.skip_string()?;
+                    self.eat(b':', "expected : after a member name")?;
+                    self.skip_value(depth + 1)?;
+                    match self.peek() {
+                        Some(b',') => self.at += 1,
+                        Some(b'}') => {
+                            self.at += 1;
+                            return Ok(());
+                        }
+                        _ => return self.fail("expected , or } in an object"),
+                    }
+                }
+            }
+            Some(b'[') => self.list(|p| p.skip_value(depth + 1)),
+            Some(b'"') => self.skip_string(),
+            Some(_) => {
+                let start = self.at;
+                while let Some(&b) = self.bytes.get(self.at) {
+                    if matches!(b, b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t') {
+                        break;
+                    }
+                    self.at += 1;
+                }
+                if self.at == start {
+                    return self.fail("expected a value");
+                }
+                Ok(())
+            }
+            None => self.fail("expected a value"),
+        }
+    }
+
+    /// Moves past one string; an escape's first character is skipped with the backslash, so
+    /// `\"` never ends the string.
+    fn skip_string(&mut self) -> Result<(), JsonError> {
+        self.eat(b'"', "expected a string")?;
+        loop {
+            match self.bytes.get(self.at) {
+                Some(b'"') => {
+                    self.at += 1;
+                    return Ok(());
+                }
+                Some(b'\\') => self.at += 2,
+                Some(&b) if b < 0x20 => return self.fail("a control character in a string"),
+                Some(_) => self.at += 1,
+                None => return self.fail("unterminated string"),
+            }
         }
     }
 

@@ -8,16 +8,20 @@
 //!
 //! The submodules split it by concern: `table` creates, describes and checks the table, `expr`
 //! builds expressions, `convert` turns keys and items into SDK values and back, `error`
-//! maps SDK failures to [`StoreError`]s, and `attempts` counts the client's attempts of each
-//! call for `store::instrumented`.
+//! maps SDK failures to [`StoreError`]s, `attempts` counts the client's attempts of each
+//! call for `store::instrumented`, and `lift` reads the items of read responses with
+//! `store::ddbjson` instead of the SDK's deserializer.
 
 mod attempts;
 mod convert;
 mod error;
 mod expr;
+mod lift;
 mod table;
 
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -35,13 +39,14 @@ use aws_sdk_dynamodb::Client;
 
 use self::convert::{
     from_sdk_item, key_from_map, key_map, non_empty, start_key_from_map, start_key_map,
-    total_capacity, total_units, SdkValue,
+    total_capacity, total_units, SdkItem, SdkValue,
 };
 use self::error::{build_error, transact_error};
 use self::expr::{
     condition_expression, condition_text, filter_expression, sort_condition, update_expression,
     Expression,
 };
+use self::lift::{lifting, LiftItems, Member};
 use super::table::{GSI1, GSI1SK, PK, SK};
 use super::{
     BatchGetOutput, Capacity, GetOutput, Index, Item, Key, Query, QueryOutput, ScanOutput, Store,
@@ -178,6 +183,21 @@ impl SdkSettings {
 pub struct DynamoStore {
     client: Client,
     table: String,
+    item_reads: Arc<ItemReadCounts>,
+}
+
+/// How the items of successful reads were read: lifted out of the response body by
+/// `store::ddbjson` (the fast path, see `lift`) or deserialized by the SDK (the fallback).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ItemReads {
+    pub lifted: u64,
+    pub by_sdk: u64,
+}
+
+#[derive(Debug, Default)]
+struct ItemReadCounts {
+    lifted: AtomicU64,
+    by_sdk: AtomicU64,
 }
 
 impl fmt::Debug for DynamoStore {
@@ -237,16 +257,45 @@ impl DynamoStore {
         let sdk_config = loader.load().await;
         let client_config = aws_sdk_dynamodb::config::Builder::from(&sdk_config)
             .interceptor(attempts::AttemptCounter)
+            .interceptor(LiftItems)
             .build();
         Ok(DynamoStore {
             client: Client::from_conf(client_config),
             table: config.table,
+            item_reads: Arc::default(),
         })
     }
 
     /// The table this store reads and writes.
     pub fn table(&self) -> &str {
         &self.table
+    }
+
+    /// How many successful reads (by this store and its clones) had their items lifted out of
+    /// the response, and how many fell back to the SDK's deserializer. A fallback is correct
+    /// but slower; outside tests of odd responses it should stay at zero.
+    pub fn item_reads(&self) -> ItemReads {
+        ItemReads {
+            lifted: self.item_reads.lifted.load(Ordering::Relaxed),
+            by_sdk: self.item_reads.by_sdk.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The items of a successful read: the lifted ones, or else the SDK's, converted.
+    fn read_items<I>(&self, lifted: Option<Vec<Item>>, sdk: I) -> Result<Vec<Item>, StoreError>
+    where
+        I: IntoIterator<Item = SdkItem>,
+    {
+        match lifted {
+            Some(items) => {
+                self.item_reads.lifted.fetch_add(1, Ordering::Relaxed);
+                Ok(items)
+            }
+            None => {
+                self.item_reads.by_sdk.fetch_add(1, Ordering::Relaxed);
+                sdk.into_iter().map(from_sdk_item).collect()
+            }
+        }
     }
 }
 
@@ -277,23 +326,22 @@ impl Store for DynamoStore {
             .set_keys(Some(keys.iter().map(key_map).collect()))
             .build()
             .map_err(build_error)?;
-        let mut out = self
+        let call = self
             .client
             .batch_get_item()
             .request_items(&self.table, request)
             .return_consumed_capacity(ReturnConsumedCapacity::Total)
-            .send()
-            .await
-            .map_err(|err| self.sdk_error("BatchGetItem", err))?;
+            .send();
+        let (out, lifted) = lifting(Member::Responses, call).await;
+        let mut out = out.map_err(|err| self.sdk_error("BatchGetItem", err))?;
 
-        let items = out
-            .responses
-            .as_mut()
-            .and_then(|responses| responses.remove(&self.table))
-            .unwrap_or_default()
-            .into_iter()
-            .map(from_sdk_item)
-            .collect::<Result<Vec<_>, _>>()?;
+        let items = self.read_items(
+            lifted,
+            out.responses
+                .as_mut()
+                .and_then(|responses| responses.remove(&self.table))
+                .unwrap_or_default(),
+        )?;
         let unprocessed = out
             .unprocessed_keys
             .as_mut()
@@ -359,10 +407,8 @@ impl Store for DynamoStore {
         if query.index == Index::Gsi1 {
             request = request.index_name(GSI1);
         }
-        let out = request
-            .send()
-            .await
-            .map_err(|err| self.sdk_error("Query", err))?;
+        let (out, lifted) = lifting(Member::Items, request.send()).await;
+        let out = out.map_err(|err| self.sdk_error("Query", err))?;
 
         let last_evaluated = out
             .last_evaluated_key
@@ -372,12 +418,7 @@ impl Store for DynamoStore {
         Ok(QueryOutput {
             scanned: usize::try_from(out.scanned_count).unwrap_or(0),
             consumed: total_capacity(out.consumed_capacity.as_slice()),
-            items: out
-                .items
-                .unwrap_or_default()
-                .into_iter()
-                .map(from_sdk_item)
-                .collect::<Result<Vec<_>, _>>()?,
+            items: self.read_items(lifted, out.items.unwrap_or_default())?,
             last_evaluated,
         })
     }
@@ -393,16 +434,16 @@ impl Store for DynamoStore {
                     .map_err(|_| StoreError::Invalid(format!("scan limit {l} too large")))
             })
             .transpose()?;
-        let out = self
+        let call = self
             .client
             .scan()
             .table_name(&self.table)
             .set_exclusive_start_key(start.map(key_map))
             .set_limit(limit)
             .return_consumed_capacity(ReturnConsumedCapacity::Total)
-            .send()
-            .await
-            .map_err(|err| self.sdk_error("Scan", err))?;
+            .send();
+        let (out, lifted) = lifting(Member::Items, call).await;
+        let out = out.map_err(|err| self.sdk_error("Scan", err))?;
         Ok(ScanOutput {
             consumed: total_capacity(out.consumed_capacity.as_slice()),
             last_evaluated: out
@@ -410,12 +451,7 @@ impl Store for DynamoStore {
                 .as_ref()
                 .map(key_from_map)
                 .transpose()?,
-            items: out
-                .items
-                .unwrap_or_default()
-                .into_iter()
-                .map(from_sdk_item)
-                .collect::<Result<Vec<_>, _>>()?,
+            items: self.read_items(lifted, out.items.unwrap_or_default())?,
         })
     }
 
@@ -495,19 +531,19 @@ impl Store for DynamoStore {
 impl DynamoStore {
     /// One GetItem call.
     async fn get_item(&self, key: &Key, consistent: bool) -> Result<GetOutput, StoreError> {
-        let out = self
+        let call = self
             .client
             .get_item()
             .table_name(&self.table)
             .set_key(Some(key_map(key)))
             .set_consistent_read(consistent.then_some(true))
             .return_consumed_capacity(ReturnConsumedCapacity::Total)
-            .send()
-            .await
-            .map_err(|err| self.sdk_error("GetItem", err))?;
+            .send();
+        let (out, lifted) = lifting(Member::Item, call).await;
+        let out = out.map_err(|err| self.sdk_error("GetItem", err))?;
         Ok(GetOutput {
             consumed: total_capacity(out.consumed_capacity.as_slice()),
-            item: out.item.map(from_sdk_item).transpose()?,
+            item: self.read_items(lifted, out.item)?.pop(),
         })
     }
 
