@@ -54,7 +54,7 @@ pub struct Position {
 }
 
 /// What a cursor says: the list it belongs to and a position in it.
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 struct CursorBody {
     #[serde(rename = "v")]
     version: u8,
@@ -62,6 +62,18 @@ struct CursorBody {
     scope: String,
     #[serde(flatten)]
     position: Position,
+}
+
+/// [`CursorBody`] as written: the same fields, borrowed, so signing a row's cursor copies
+/// neither the list's name nor the position.
+#[derive(Serialize)]
+struct CursorBodyRef<'a> {
+    #[serde(rename = "v")]
+    version: u8,
+    #[serde(rename = "l")]
+    scope: &'a str,
+    #[serde(flatten)]
+    position: &'a Position,
 }
 
 /// Version 2: signed cursors (version 1 cursors were unsigned and are refused).
@@ -75,10 +87,21 @@ const MAX_PK_BYTES: usize = 2048;
 /// accepted when signed with `current` or `previous`, so keys rotate without breaking the
 /// cursors clients hold (set the old key as previous, a new one as current, on every
 /// instance; drop the previous key once cursors signed with it have aged out).
+///
+/// Each key is kept as HMAC's keyed state (the hashed inner and outer pads), cloned for every
+/// tag: a page signs a cursor per row, and keying HMAC again each time doubled the hashing.
 #[derive(Clone)]
 pub struct CursorKeys {
-    current: Vec<u8>,
-    previous: Option<Vec<u8>>,
+    current: Option<HmacSha256>,
+    previous: Option<HmacSha256>,
+}
+
+type HmacSha256 = hmac::Hmac<sha2::Sha256>;
+
+/// HMAC's keyed state for `key`; HMAC takes keys of any length, so this is never `None`.
+fn keyed(key: &[u8]) -> Option<HmacSha256> {
+    use hmac::KeyInit;
+    HmacSha256::new_from_slice(key).ok()
 }
 
 impl std::fmt::Debug for CursorKeys {
@@ -90,8 +113,8 @@ impl std::fmt::Debug for CursorKeys {
 impl CursorKeys {
     pub fn new(current: impl Into<Vec<u8>>, previous: Option<Vec<u8>>) -> Self {
         CursorKeys {
-            current: current.into(),
-            previous,
+            current: keyed(&current.into()),
+            previous: previous.as_deref().and_then(keyed),
         }
     }
 
@@ -103,32 +126,26 @@ impl CursorKeys {
         CursorKeys::new(key.to_vec(), None)
     }
 
-    fn mac(key: &[u8], body: &[u8]) -> Vec<u8> {
-        use hmac::{KeyInit, Mac};
-        // HMAC takes keys of any length, so this cannot fail.
-        match hmac::Hmac::<sha2::Sha256>::new_from_slice(key) {
-            Ok(mut mac) => {
-                mac.update(body);
-                mac.finalize().into_bytes().to_vec()
-            }
-            Err(_) => Vec::new(),
+    /// The tag of `body` under the current key, base64url-encoded onto `out`.
+    fn sign_onto(&self, body: &[u8], out: &mut String) {
+        use hmac::Mac;
+        if let Some(mac) = &self.current {
+            let mut mac = mac.clone();
+            mac.update(body);
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .encode_string(mac.finalize().into_bytes(), out);
         }
     }
 
-    fn sign(&self, body: &[u8]) -> Vec<u8> {
-        Self::mac(&self.current, body)
-    }
-
     fn verify(&self, body: &[u8], tag: &[u8]) -> bool {
-        use hmac::{KeyInit, Mac};
-        let check = |key: &[u8]| {
-            hmac::Hmac::<sha2::Sha256>::new_from_slice(key).is_ok_and(|mut mac| {
-                mac.update(body);
-                // Constant-time comparison: a timing side channel must not help forge tags.
-                mac.verify_slice(tag).is_ok()
-            })
+        use hmac::Mac;
+        let check = |mac: &HmacSha256| {
+            let mut mac = mac.clone();
+            mac.update(body);
+            // Constant-time comparison: a timing side channel must not help forge tags.
+            mac.verify_slice(tag).is_ok()
         };
-        check(&self.current) || self.previous.as_deref().is_some_and(check)
+        self.current.as_ref().is_some_and(check) || self.previous.as_ref().is_some_and(check)
     }
 }
 
@@ -160,17 +177,19 @@ impl Scope {
     /// Encodes a position of this list as an opaque cursor: the body's base64url, a dot, and
     /// the base64url of its HMAC-SHA256.
     pub fn cursor(&self, position: &Position) -> String {
-        let body = CursorBody {
+        let body = CursorBodyRef {
             version: CURSOR_VERSION,
-            scope: self.name.clone(),
-            position: position.clone(),
+            scope: &self.name,
+            position,
         };
         // Serializing a struct of strings and integers to JSON cannot fail.
         let json = serde_json::to_vec(&body).unwrap_or_default();
         let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-        let mut cursor = b64.encode(&json);
+        // base64 of the body, the dot, and 43 characters of tag.
+        let mut cursor = String::with_capacity(json.len() * 4 / 3 + 48);
+        b64.encode_string(&json, &mut cursor);
         cursor.push('.');
-        cursor.push_str(&b64.encode(self.keys.sign(&json)));
+        self.keys.sign_onto(&json, &mut cursor);
         cursor
     }
 
@@ -653,6 +672,30 @@ mod tests {
         let c = scope().cursor(&p);
         assert!(c.len() > 8 * 1024, "{}", c.len());
         assert_eq!(scope().position("after", &c).unwrap(), p);
+    }
+
+    /// A cursor is exactly base64url(JSON body) . base64url(HMAC-SHA256(key, JSON body)), so
+    /// cursors issued before a rolling upgrade still open after it, and the other way round.
+    #[test]
+    fn cursors_keep_their_wire_form() {
+        use hmac::{KeyInit, Mac};
+        let p = Position {
+            segment: 1,
+            pk: "issue-1".into(),
+            gsi1sk: "v\u{1}0000000001".into(),
+        };
+        let c = scope().cursor(&p);
+        let json = br#"{"v":2,"l":"issues|project-1|NUM|ASC","s":1,"k":"issue-1","g":"v\u00010000000001"}"#;
+        let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(b"current key").unwrap();
+        mac.update(json);
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let expected = format!(
+            "{}.{}",
+            b64.encode(json),
+            b64.encode(mac.finalize().into_bytes())
+        );
+        assert_eq!(c, expected);
+        assert_eq!(scope().position("after", &c), Ok(p));
     }
 
     #[test]
