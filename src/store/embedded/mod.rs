@@ -36,7 +36,7 @@ use async_trait::async_trait;
 use redb::{Database, ReadableDatabase};
 
 use self::query::{batch_get_sync, query_sync, scan_sync, QueryPlan};
-use self::table::{create_tables, tables_exist, unavailable};
+use self::table::{create_tables, tables_exist, unavailable, upgrade_index};
 use self::validate::{reject_duplicates, validate_key, validate_transaction, ItemRow};
 use self::write::{transact_sync, write_puts};
 use super::capacity::item_size;
@@ -73,7 +73,8 @@ impl EmbeddedStore {
     ///
     /// This blocks on file I/O; call it at startup, not on a request path. The tables inside
     /// are created by [`Store::ensure_table`], as with DynamoDB; a file written by an earlier
-    /// run is usable at once.
+    /// run is usable at once (one written before `GSI1` held its items is upgraded first, in
+    /// one transaction).
     pub fn open(dir: &Path, table: &str) -> Result<Self, StoreError> {
         std::fs::create_dir_all(dir).map_err(|e| {
             StoreError::Unavailable(format!("cannot create {}: {e}", dir.display()))
@@ -81,6 +82,9 @@ impl EmbeddedStore {
         let path = dir.join(format!("{table}.redb"));
         let db = Database::create(&path)
             .map_err(|e| StoreError::Unavailable(format!("cannot open {}: {e}", path.display())))?;
+        if upgrade_index(&db)? {
+            tracing::info!(path = %path.display(), "upgraded GSI1 to hold its items");
+        }
         let ready = tables_exist(&db)?;
         Ok(EmbeddedStore {
             db: Arc::new(db),

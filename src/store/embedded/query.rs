@@ -322,9 +322,9 @@ pub(super) fn query_sync(
         return Ok(page.finish());
     }
     let txn = db.begin_read().map_err(unavailable)?;
-    let items = txn.open_table(ITEMS).map_err(unavailable)?;
     match plan.index {
         Index::Table => {
+            let items = txn.open_table(ITEMS).map_err(unavailable)?;
             let (lo, hi) = (&plan.lo, &plan.hi);
             let range = items
                 .range((lo[0].as_str(), lo[1].as_str())..(hi[0].as_str(), hi[1].as_str()))
@@ -364,18 +364,10 @@ pub(super) fn query_sync(
                 Box::new(range.rev())
             };
             for entry in entries {
-                let (key, _) = entry.map_err(unavailable)?;
+                let (key, value) = entry.map_err(unavailable)?;
                 let (sk, gsi1sk, pk) = key.value();
-                // Projection ALL: the index entry stands for the whole item, read from the
-                // table in the same snapshot, so it cannot be missing unless the file is bad.
-                let item = match items.get((pk, sk)).map_err(unavailable)? {
-                    Some(guard) => decode(guard.value())?,
-                    None => {
-                        return Err(StoreError::Corrupt(format!(
-                            "GSI1 entry ({sk}, {gsi1sk}, {pk}) has no item"
-                        )));
-                    }
-                };
+                // Projection ALL: the entry holds the item, written with it in one transaction.
+                let item = decode(value.value())?;
                 let position = || StartKey {
                     key: Key::new(pk, sk),
                     gsi1sk: Some(gsi1sk.to_owned()),

@@ -1,15 +1,22 @@
-//! The redb side of the embedded store: the two table definitions, creating them and
-//! detecting them, decoding stored items, and mapping redb failures to store errors.
+//! The redb side of the embedded store: the two table definitions, creating them, detecting
+//! them and upgrading a file's older index, decoding stored items, and mapping redb failures
+//! to store errors.
 
-use redb::{Database, ReadableDatabase, TableDefinition, TableError};
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableError};
 
 use crate::store::table::GSI1;
 use crate::store::{ddbjson, AttributeValue, Item, StoreError};
 
 /// The table: `(PK, SK)` to the item as DynamoDB JSON.
 pub(super) const ITEMS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("items");
-/// The inverted index: `(SK, GSI1SK, PK)`. Items without `GSI1SK` have no entry.
-pub(super) const GSI1_INDEX: TableDefinition<(&str, &str, &str), ()> = TableDefinition::new(GSI1);
+/// The inverted index: `(SK, GSI1SK, PK)` to a copy of the item, as DynamoDB keeps `GSI1`
+/// (projection ALL): a page of the index is read in one pass over the index, with no lookup of
+/// each item in the table. Items without `GSI1SK` have no entry.
+pub(super) const GSI1_INDEX: TableDefinition<(&str, &str, &str), &[u8]> =
+    TableDefinition::new("GSI1.items");
+/// The index as files kept it before it held the items: keys only. [`upgrade_index`] replaces
+/// it.
+const GSI1_KEYS_ONLY: TableDefinition<(&str, &str, &str), ()> = TableDefinition::new(GSI1);
 
 /// Maps any redb failure to `Unavailable`: from the caller's point of view the store failed to
 /// answer, just as a DynamoDB network or service error would.
@@ -30,6 +37,38 @@ fn table_present(opened: Result<(), TableError>) -> Result<bool, StoreError> {
         Err(TableError::TableDoesNotExist(_)) => Ok(false),
         Err(e) => Err(unavailable(e)),
     }
+}
+
+/// Replaces a keys-only index (written by earlier versions) with the projected one, built from
+/// the table in one write transaction: a file is either upgraded whole or left as it was.
+/// Returns whether there was anything to upgrade.
+pub(super) fn upgrade_index(db: &Database) -> Result<bool, StoreError> {
+    {
+        let txn = db.begin_read().map_err(unavailable)?;
+        let old = table_present(txn.open_table(GSI1_KEYS_ONLY).map(drop))?;
+        let new = table_present(txn.open_table(GSI1_INDEX).map(drop))?;
+        if !old || new {
+            return Ok(false);
+        }
+    }
+    let txn = db.begin_write().map_err(unavailable)?;
+    {
+        let items = txn.open_table(ITEMS).map_err(unavailable)?;
+        let mut index = txn.open_table(GSI1_INDEX).map_err(unavailable)?;
+        for entry in items.iter().map_err(unavailable)? {
+            let (key, value) = entry.map_err(unavailable)?;
+            let (pk, sk) = key.value();
+            let item = decode(value.value())?;
+            if let Some(gsi1sk) = string_attr(&item, crate::store::table::GSI1SK) {
+                index
+                    .insert((sk, gsi1sk, pk), value.value())
+                    .map_err(unavailable)?;
+            }
+        }
+    }
+    txn.delete_table(GSI1_KEYS_ONLY).map_err(unavailable)?;
+    txn.commit().map_err(unavailable)?;
+    Ok(true)
 }
 
 /// Creates the table and the index if they are missing, in one write transaction.
@@ -62,6 +101,79 @@ pub(super) fn string_attr<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::embedded::tests::{item, sks, with};
+    use crate::store::embedded::EmbeddedStore;
+    use crate::store::{Index, Key, Query, Store, WriteOp};
+
+    /// A file written before `GSI1` held its items opens upgraded: the index reads the same
+    /// items (only those with `GSI1SK`), the keys-only table is gone, and writes keep the new
+    /// index in step.
+    #[tokio::test]
+    async fn a_keys_only_index_is_upgraded_when_the_file_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        let rows = [
+            with(
+                item("a", "p", Some("2")),
+                "Name",
+                AttributeValue::S("two".into()),
+            ),
+            item("b", "p", Some("1")),
+            item("c", "p", None),
+        ];
+        {
+            let db = Database::create(dir.path().join("gridgate.redb")).unwrap();
+            let txn = db.begin_write().unwrap();
+            {
+                let mut items = txn.open_table(ITEMS).unwrap();
+                let mut index = txn.open_table(GSI1_KEYS_ONLY).unwrap();
+                for row in &rows {
+                    let pk = string_attr(row, "PK").unwrap();
+                    let sk = string_attr(row, "SK").unwrap();
+                    let bytes = serde_json::to_vec(row).unwrap();
+                    items.insert((pk, sk), bytes.as_slice()).unwrap();
+                    if let Some(g) = string_attr(row, "GSI1SK") {
+                        index.insert((sk, g, pk), ()).unwrap();
+                    }
+                }
+            }
+            txn.commit().unwrap();
+        }
+
+        let store = EmbeddedStore::open(dir.path(), "gridgate").unwrap();
+        let page = store
+            .query(&Query::partition(Index::Gsi1, "p"))
+            .await
+            .unwrap();
+        assert_eq!(page.items, vec![rows[1].clone(), rows[0].clone()]);
+        {
+            let txn = store.db.begin_read().unwrap();
+            assert!(matches!(
+                txn.open_table(GSI1_KEYS_ONLY).map(drop),
+                Err(TableError::TableDoesNotExist(_))
+            ));
+        }
+        assert!(!upgrade_index(&store.db).unwrap());
+
+        store
+            .transact_write(vec![
+                WriteOp::Delete {
+                    key: Key::new("a", "p"),
+                    condition: None,
+                },
+                WriteOp::Put {
+                    item: item("d", "p", Some("0")),
+                    condition: None,
+                },
+            ])
+            .await
+            .unwrap();
+        let page = store
+            .query(&Query::partition(Index::Gsi1, "p"))
+            .await
+            .unwrap();
+        assert_eq!(sks(&page.items), ["p", "p"]);
+        assert_eq!(page.items, vec![item("d", "p", Some("0")), rows[1].clone()]);
+    }
 
     #[test]
     fn decode_reads_stored_items_and_calls_the_rest_corrupt() {

@@ -13,10 +13,11 @@ use crate::store::{
 };
 
 /// Puts one validated row and keeps `GSI1` in step: the replaced item's index entry (if any)
-/// is removed before the new one (if any) is added, inside the caller's transaction.
+/// is removed before the new one (if any, holding a copy of the row) is added, inside the
+/// caller's transaction.
 fn put_row(
     items: &mut redb::Table<(&str, &str), &[u8]>,
-    index: &mut redb::Table<(&str, &str, &str), ()>,
+    index: &mut redb::Table<(&str, &str, &str), &[u8]>,
     row: &ItemRow,
 ) -> Result<(), StoreError> {
     let old_gsi1sk = {
@@ -35,7 +36,10 @@ fn put_row(
     }
     if let Some(g) = &row.gsi1sk {
         index
-            .insert((row.sk.as_str(), g.as_str(), row.pk.as_str()), ())
+            .insert(
+                (row.sk.as_str(), g.as_str(), row.pk.as_str()),
+                row.bytes.as_slice(),
+            )
             .map_err(unavailable)?;
     }
     Ok(())
@@ -44,7 +48,7 @@ fn put_row(
 /// Deletes one item and its index entry; deleting a missing item is a no-op, as in DynamoDB.
 fn delete_key(
     items: &mut redb::Table<(&str, &str), &[u8]>,
-    index: &mut redb::Table<(&str, &str, &str), ()>,
+    index: &mut redb::Table<(&str, &str, &str), &[u8]>,
     key: &Key,
 ) -> Result<(), StoreError> {
     let old_gsi1sk = {
