@@ -259,13 +259,19 @@ impl Loader<FieldId> for Loaders {
     }
 }
 
-/// Issues by full key: one BatchGetItem per 100 keys, issued concurrently.
+/// Issues by full key: one BatchGetItem per 100 keys, issued concurrently. Shared, because
+/// the DataLoader clones every value it hands out: an `Issue` clone is a string and a map
+/// entry per cell, 50 times a page.
 impl Loader<IssueKey> for Loaders {
-    type Value = Issue;
+    type Value = Arc<Issue>;
     type Error = Arc<RepoError>;
 
-    async fn load(&self, keys: &[IssueKey]) -> LoadResult<IssueKey, Issue> {
-        self.repo.issues(keys).await.map_err(Arc::new)
+    async fn load(&self, keys: &[IssueKey]) -> LoadResult<IssueKey, Arc<Issue>> {
+        let issues = self.repo.issues(keys).await.map_err(Arc::new)?;
+        Ok(issues
+            .into_iter()
+            .map(|(key, issue)| (key, Arc::new(issue)))
+            .collect())
     }
 }
 

@@ -91,7 +91,7 @@ async fn read_issue(ctx: &Context<'_>, written: Written) -> Result<model::Issue,
         issue: issue.id.clone(),
         project: issue.project.clone(),
     };
-    loader.feed_one(key, issue.clone()).await;
+    loader.feed_one(key, Arc::new(issue.clone())).await;
     Ok(issue)
 }
 

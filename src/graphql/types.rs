@@ -231,7 +231,7 @@ impl Project {
                 IssueRow::Loaded(_) => None,
             })
             .collect();
-        let mut loaded: HashMap<IssueKey, model::Issue> = if keys.is_empty() {
+        let mut loaded: HashMap<IssueKey, Arc<model::Issue>> = if keys.is_empty() {
             HashMap::new()
         } else {
             loader(ctx)?.load_many(keys).await.map_err(ApiError::from)?
@@ -241,9 +241,10 @@ impl Project {
             .into_iter()
             .filter_map(|(cursor, row)| {
                 let issue = match row {
-                    IssueRow::Loaded(issue) => Some(issue),
+                    IssueRow::Loaded(issue) => Some(Issue::from(issue)),
                     IssueRow::Key(key) => {
-                        let issue = loaded.remove(&key);
+                        // Shared with the loader's cache, not copied.
+                        let issue = loaded.remove(&key).map(Issue);
                         if issue.is_none() {
                             // An index row without its issue: a write was interrupted or is in
                             // flight. Skip the row rather than fail the page.
@@ -252,7 +253,7 @@ impl Project {
                         issue
                     }
                 };
-                issue.map(|i| (cursor, Row(Issue::from(i))))
+                issue.map(|i| (cursor, Row(i)))
             })
             .collect();
         Ok(IssueConnection::build(
