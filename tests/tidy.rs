@@ -56,7 +56,7 @@ fn only_the_store_modules_touch_their_backends() {
     for (path, text) in src_files() {
         let code = non_test_code(&text);
         if !path.starts_with("src/store/dynamodb/") {
-            for needle in ["aws_sdk_dynamodb", "aws_config"] {
+            for needle in ["aws_sdk_dynamodb", "aws_config", "aws_smithy"] {
                 assert!(
                     !code.contains(needle),
                     "{path} uses {needle}: only the files under src/store/dynamodb/ may"
