@@ -50,11 +50,7 @@ pub fn item(text: &str) -> Result<Item, JsonError> {
 /// but whitespace after it.
 pub fn items(text: &str) -> Result<Vec<Item>, JsonError> {
     let mut parser = Parser::new(text);
-    let mut out = Vec::new();
-    parser.list(|p| {
-        out.push(item_of(p.map(1)?));
-        Ok(())
-    })?;
+    let out = parser.item_list()?;
     parser.end()?;
     Ok(out)
 }
@@ -85,38 +81,26 @@ pub fn split_response(
     // The rest of a Query's envelope (counts, a key, capacity) is a few hundred bytes.
     let mut rest = String::with_capacity(512);
     let mut items = Vec::new();
-    parser.eat(b'{', "expected a response object")?;
     rest.push('{');
-    if parser.peek() == Some(b'}') {
-        parser.at += 1;
-    } else {
-        loop {
-            let name = parser.plain_name()?;
-            parser.eat(b':', "expected : after a member name")?;
-            if name == member {
-                items = parser.shaped_items(shape)?;
-            } else {
-                parser.skip_ws();
-                let start = parser.at;
-                parser.skip_value(0)?;
-                if rest.len() > 1 {
-                    rest.push(',');
-                }
-                rest.push('"');
-                rest.push_str(name);
-                rest.push_str("\":");
-                rest.push_str(&text[start..parser.at]);
+    parser.object("expected a response object", |p| {
+        let name = p.plain_name()?;
+        p.eat(b':', "expected : after a member name")?;
+        if name == member {
+            items = p.shaped_items(shape)?;
+        } else {
+            p.skip_ws();
+            let start = p.at;
+            p.skip_value(0)?;
+            if rest.len() > 1 {
+                rest.push(',');
             }
-            match parser.peek() {
-                Some(b',') => parser.at += 1,
-                Some(b'}') => {
-                    parser.at += 1;
-                    break;
-                }
-                _ => return parser.fail("expected , or } in an object"),
-            }
+            rest.push('"');
+            rest.push_str(name);
+            rest.push_str("\":");
+            rest.push_str(&text[start..p.at]);
         }
-    }
+        Ok(())
+    })?;
     parser.end()?;
     rest.push('}');
     Ok((rest, items))
@@ -201,26 +185,50 @@ impl<'a> Parser<'a> {
         if depth > MAX_DEPTH {
             return self.fail("nested too deeply");
         }
-        self.eat(b'{', "expected an object of attribute values")?;
         let mut out = HashMap::with_capacity(8);
+        self.object("expected an object of attribute values", |p| {
+            let name = p.string()?;
+            p.eat(b':', "expected : after an attribute name")?;
+            let value = p.value(depth + 1)?;
+            out.insert(name, value);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Reads `{member, member, ...}`, calling `each` with the parser positioned at every
+    /// member (its name first); `absent` is the refusal when there is no object.
+    fn object(
+        &mut self,
+        absent: &'static str,
+        mut each: impl FnMut(&mut Self) -> Result<(), JsonError>,
+    ) -> Result<(), JsonError> {
+        self.eat(b'{', absent)?;
         if self.peek() == Some(b'}') {
             self.at += 1;
-            return Ok(out);
+            return Ok(());
         }
         loop {
-            let name = self.string()?;
-            self.eat(b':', "expected : after an attribute name")?;
-            let value = self.value(depth + 1)?;
-            out.insert(name, value);
+            each(self)?;
             match self.peek() {
                 Some(b',') => self.at += 1,
                 Some(b'}') => {
                     self.at += 1;
-                    return Ok(out);
+                    return Ok(());
                 }
                 _ => return self.fail("expected , or } in an object"),
             }
         }
+    }
+
+    /// Reads a JSON array of items.
+    fn item_list(&mut self) -> Result<Vec<Item>, JsonError> {
+        let mut items = Vec::new();
+        self.list(|p| {
+            items.push(item_of(p.map(1)?));
+            Ok(())
+        })?;
+        Ok(items)
     }
 
     /// Reads one attribute value: an object with exactly one type tag.
@@ -425,32 +433,23 @@ impl<'a> Parser<'a> {
     }
 
     fn shaped_items(&mut self, shape: ItemsShape) -> Result<Vec<Item>, JsonError> {
-        let mut items = Vec::new();
         match shape {
-            ItemsShape::List => self.list(|p| {
-                items.push(item_of(p.map(1)?));
-                Ok(())
-            })?,
-            ItemsShape::One => items.push(item_of(self.map(0)?)),
+            ItemsShape::List => self.item_list(),
+            ItemsShape::One => Ok(vec![item_of(self.map(0)?)]),
             ItemsShape::Tables => {
-                self.eat(b'{', "expected an object of tables")?;
-                if self.peek() == Some(b'}') {
-                    self.at += 1;
-                    return Ok(items);
-                }
-                self.plain_name()?;
-                self.eat(b':', "expected : after a table name")?;
-                self.list(|p| {
-                    items.push(item_of(p.map(1)?));
+                let mut items = None;
+                self.object("expected an object of tables", |p| {
+                    if items.is_some() {
+                        return p.fail("more than one table");
+                    }
+                    p.plain_name()?;
+                    p.eat(b':', "expected : after a table name")?;
+                    items = Some(p.item_list()?);
                     Ok(())
                 })?;
-                if self.peek() != Some(b'}') {
-                    return self.fail("more than one table");
-                }
-                self.at += 1;
+                Ok(items.unwrap_or_default())
             }
         }
-        Ok(items)
     }
 
     /// Moves past one JSON value of any kind without building it. Strings and nesting are
@@ -461,26 +460,11 @@ impl<'a> Parser<'a> {
             return self.fail("nested too deeply");
         }
         match self.peek() {
-            Some(b'{') => {
-                self.at += 1;
-                if self.peek() == Some(b'}') {
-                    self.at += 1;
-                    return Ok(());
-                }
-                loop {
-                    self.skip_string()?;
-                    self.eat(b':', "expected : after a member name")?;
-                    self.skip_value(depth + 1)?;
-                    match self.peek() {
-                        Some(b',') => self.at += 1,
-                        Some(b'}') => {
-                            self.at += 1;
-                            return Ok(());
-                        }
-                        _ => return self.fail("expected , or } in an object"),
-                    }
-                }
-            }
+            Some(b'{') => self.object("expected an object", |p| {
+                p.skip_string()?;
+                p.eat(b':', "expected : after a member name")?;
+                p.skip_value(depth + 1)
+            }),
             Some(b'[') => self.list(|p| p.skip_value(depth + 1)),
             Some(b'"') => self.skip_string(),
             Some(_) => {
