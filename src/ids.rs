@@ -27,8 +27,20 @@ const MAX_RANDOM_LEN: usize = 64;
 fn valid_random_part(part: &str) -> bool {
     !part.is_empty()
         && part.len() <= MAX_RANDOM_LEN
-        && part.bytes().all(|b| b.is_ascii_alphanumeric())
+        && part.bytes().all(|b| ALPHANUMERIC[usize::from(b)])
 }
+
+/// `u8::is_ascii_alphanumeric` as a table: every id of every row read is checked byte by
+/// byte, and one load per byte is a few times cheaper than the range comparisons.
+static ALPHANUMERIC: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = (b as u8).is_ascii_alphanumeric();
+        b += 1;
+    }
+    table
+};
 
 /// A new random part: a ULID (time-ordered, 128 bits) in lower case, so ids made later sort
 /// later and never collide in practice.
@@ -172,6 +184,17 @@ impl NodeId {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_alphanumeric_table_is_is_ascii_alphanumeric() {
+        for b in 0..=u8::MAX {
+            assert_eq!(
+                ALPHANUMERIC[usize::from(b)],
+                b.is_ascii_alphanumeric(),
+                "{b:#x}"
+            );
+        }
+    }
 
     #[test]
     fn parses_sample_and_generated_ids() {

@@ -67,7 +67,20 @@ const MAX_FRAGMENT_DEPTH: usize = 4;
 type Fragments = HashMap<Name, Positioned<FragmentDefinition>>;
 
 /// A compiled selection set: each response key, in selection order, and what it asks for.
-type Plan<P> = Vec<(Name, P)>;
+type Plan<P> = Vec<(Key, P)>;
+
+/// A response key as the row's JSON spells it, `"key":`, encoded once when the plan is
+/// compiled rather than escaped again for every row.
+struct Key(Box<[u8]>);
+
+impl Key {
+    fn of(name: &Name) -> Self {
+        let mut json = Json(Vec::with_capacity(name.len() + 3));
+        json.string(name.as_str());
+        json.0.push(b':');
+        Key(json.0.into_boxed_slice())
+    }
+}
 
 /// Compiles `set`, selected on objects of type `type_name`, with `part` deciding each field;
 /// `None` when the set needs the general executor (see the module docs).
@@ -98,7 +111,7 @@ fn compile<'q, P>(
             if !field.arguments.is_empty() {
                 return None;
             }
-            Some((field.response_key().node.clone(), part(field)?))
+            Some((Key::of(&field.response_key().node), part(field)?))
         })
         .collect()
 }
@@ -198,10 +211,9 @@ impl Json {
     }
 
     /// Writes the `index`th key of an object (a comma before all but the first).
-    fn key(&mut self, index: usize, key: &Name) {
+    fn key(&mut self, index: usize, key: &Key) {
         self.comma(index);
-        self.string(key.as_str());
-        self.0.push(b':');
+        self.0.extend_from_slice(&key.0);
     }
 
     /// A comma before every element but the first.
@@ -211,13 +223,23 @@ impl Json {
         }
     }
 
+    /// A JSON string. Most strings of a grid (ids, names, numbers, dates) need no escape:
+    /// they are copied between quotes after one scan; the rest take serde_json's escaping,
+    /// which escapes exactly the bytes the scan looks for.
     fn string(&mut self, text: &str) {
-        let _ = serde_json::to_writer(&mut self.0, text);
+        if needs_escape(text.as_bytes()) {
+            let _ = serde_json::to_writer(&mut self.0, text);
+            return;
+        }
+        self.0.reserve(text.len() + 2);
+        self.0.push(b'"');
+        self.0.extend_from_slice(text.as_bytes());
+        self.0.push(b'"');
     }
 
     fn int(&mut self, n: i32) {
-        use std::io::Write as _;
-        let _ = write!(self.0, "{n}");
+        // serde_json writes integers with `itoa`, without the formatting machinery.
+        let _ = serde_json::to_writer(&mut self.0, &n);
     }
 
     /// An enum value, which GraphQL's JSON spells as its name.
@@ -228,6 +250,32 @@ impl Json {
             .map_or("", |item| item.name);
         self.string(name);
     }
+}
+
+/// Whether JSON must escape any byte of `bytes`: a control character, a quote or a backslash. Grid
+/// strings are scanned eight bytes at a time, with the word tricks of "Bit Twiddling Hacks"
+/// (`haszero`, `hasless`), which say exactly whether any byte of a word matches.
+fn needs_escape(bytes: &[u8]) -> bool {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    let has_zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS != 0;
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0; 8];
+        word.copy_from_slice(chunk);
+        let v = u64::from_ne_bytes(word);
+        let control = v.wrapping_sub(ONES * 0x20) & !v & HIGHS != 0;
+        if control
+            || has_zero(v ^ (ONES * u64::from(b'"')))
+            || has_zero(v ^ (ONES * u64::from(b'\\')))
+        {
+            return true;
+        }
+    }
+    chunks
+        .remainder()
+        .iter()
+        .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
 }
 
 /// What a selection of a `CustomField` asks for (its `project` is left to the executor).
@@ -421,7 +469,7 @@ impl OutputType for Row {
         };
         let issue = &*self.0 .0;
         let mut out = Json(Vec::with_capacity(capacity(issue)));
-        match write_row(ctx, &mut out, &plan, issue).await {
+        match write_row(ctx, &mut out, &plan, issue, &mut None).await {
             Some(()) => Ok(encoded(out)),
             // The executor reports the failure where it belongs (at `fieldValues`).
             None => OutputType::resolve(&self.0, ctx, field).await,
@@ -430,22 +478,24 @@ impl OutputType for Row {
 }
 
 /// Writes one issue by its plan; `None` when its project could not be loaded for its cells.
+/// `project` carries the project the list's previous row loaded.
 async fn write_row(
     ctx: &ContextSelectionSet<'_>,
     out: &mut Json,
     plan: &Plan<RowPart>,
     issue: &model::Issue,
+    project: &mut Option<Arc<ProjectData>>,
 ) -> Option<()> {
-    // Loaded once per row, as the executor does (`fieldValues` charges each lookup); every
-    // row of a page has the same project, which the first of them loads for the rest.
-    let project = if plan
+    // The executor loads the project once per row (a cached DataLoader lookup, which builds
+    // a key set and a result map each time); every row of a page has the same project, so a
+    // list asks for it once and the rows after the first reuse it.
+    let needs_project = plan
         .iter()
-        .any(|(_, part)| matches!(part, RowPart::Cells(_)))
-    {
-        Some(referenced_project(ctx, &issue.project).await.ok()?)
-    } else {
-        None
-    };
+        .any(|(_, part)| matches!(part, RowPart::Cells(_)));
+    if needs_project && !matches!(project, Some(loaded) if loaded.project.id == issue.project) {
+        *project = Some(referenced_project(ctx, &issue.project).await.ok()?);
+    }
+    let project = project.as_deref().filter(|_| needs_project);
     out.open(b'{');
     for (index, (key, part)) in plan.iter().enumerate() {
         out.key(index, key);
@@ -456,7 +506,7 @@ async fn write_row(
             RowPart::Name => out.string(&issue.name),
             RowPart::State => out.enumeration(IssueState::from(issue.state)),
             RowPart::Version => out.int(clamp_version(issue.version)),
-            RowPart::Cells(plan) => match &project {
+            RowPart::Cells(plan) => match project {
                 Some(project) => write_cells(out, plan, issue, project),
                 None => out.0.extend_from_slice(b"null"),
             },
@@ -502,9 +552,10 @@ async fn write_rows(
     rows: &[Row],
 ) -> Option<()> {
     out.open(b'[');
+    let mut project = None;
     for (index, row) in rows.iter().enumerate() {
         out.comma(index);
-        write_row(ctx, out, plan, &row.0 .0).await?;
+        write_row(ctx, out, plan, &row.0 .0, &mut project).await?;
     }
     out.close(b']');
     Some(())
@@ -572,6 +623,7 @@ async fn write_edges(
     edges: &[IssueEdge],
 ) -> Option<()> {
     out.open(b'[');
+    let mut project = None;
     for (index, edge) in edges.iter().enumerate() {
         out.comma(index);
         out.open(b'{');
@@ -580,7 +632,9 @@ async fn write_edges(
             match part {
                 EdgePart::Typename => out.string(&IssueEdge::type_name()),
                 EdgePart::Cursor => out.string(&edge.cursor),
-                EdgePart::Node(plan) => write_row(ctx, out, plan, &edge.node.0 .0).await?,
+                EdgePart::Node(plan) => {
+                    write_row(ctx, out, plan, &edge.node.0 .0, &mut project).await?
+                }
             }
         }
         out.close(b'}');
@@ -655,6 +709,49 @@ mod tests {
             "{ issues { nodes { ...Missing } } }",
         ] {
             assert_eq!(plans(query), None, "{query}");
+        }
+    }
+
+    /// Every byte JSON escapes is found at every offset of a word and of the remainder, and
+    /// the bytes next to them in value (space, `#`, `[`, `]`, DEL, non-ASCII) are not.
+    #[test]
+    fn needs_escape_finds_every_escaped_byte_anywhere() {
+        for len in 1..=20 {
+            for at in 0..len {
+                for b in (0u8..0x20).chain([b'"', b'\\']) {
+                    let mut bytes = vec![b'a'; len];
+                    bytes[at] = b;
+                    assert!(needs_escape(&bytes), "{b:#x} at {at} of {len}");
+                }
+                for b in [b' ', b'!', b'#', b'[', b']', 0x7f, 0x80, 0xa2, 0xdc, 0xff] {
+                    let mut bytes = vec![b'a'; len];
+                    bytes[at] = b;
+                    assert!(!needs_escape(&bytes), "{b:#x} at {at} of {len}");
+                }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// The row writer's strings and keys are serde_json's, byte for byte, whatever they
+        /// hold (quotes, backslashes, control characters, any Unicode).
+        #[test]
+        fn strings_and_keys_are_written_as_serde_json_writes_them(
+            text in "(\\PC|[\"\\\\\\x00-\\x1f\\x7f])*",
+            n in proptest::prelude::any::<i32>(),
+        ) {
+            let mut out = Json(Vec::new());
+            out.string(&text);
+            let expected = serde_json::to_string(&text).unwrap();
+            proptest::prop_assert_eq!(&out.0, expected.as_bytes());
+
+            let key = Key::of(&Name::new(&text));
+            let expected_key = format!("{expected}:");
+            proptest::prop_assert_eq!(&*key.0, expected_key.as_bytes());
+
+            let mut out = Json(Vec::new());
+            out.int(n);
+            proptest::prop_assert_eq!(out.0, n.to_string().into_bytes());
         }
     }
 }
