@@ -9,6 +9,7 @@ pub mod graphql;
 pub mod http;
 pub mod ids;
 pub mod items;
+pub mod jsonscan;
 pub mod keys;
 pub mod loaders;
 pub mod model;

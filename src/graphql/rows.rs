@@ -227,7 +227,7 @@ impl Json {
     /// they are copied between quotes after one scan; the rest take serde_json's escaping,
     /// which escapes exactly the bytes the scan looks for.
     fn string(&mut self, text: &str) {
-        if needs_escape(text.as_bytes()) {
+        if crate::jsonscan::special_at(text.as_bytes()).is_some() {
             let _ = serde_json::to_writer(&mut self.0, text);
             return;
         }
@@ -250,32 +250,6 @@ impl Json {
             .map_or("", |item| item.name);
         self.string(name);
     }
-}
-
-/// Whether JSON must escape any byte of `bytes`: a control character, a quote or a backslash. Grid
-/// strings are scanned eight bytes at a time, with the word tricks of "Bit Twiddling Hacks"
-/// (`haszero`, `hasless`), which say exactly whether any byte of a word matches.
-fn needs_escape(bytes: &[u8]) -> bool {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
-    let has_zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS != 0;
-    let mut chunks = bytes.chunks_exact(8);
-    for chunk in &mut chunks {
-        let mut word = [0; 8];
-        word.copy_from_slice(chunk);
-        let v = u64::from_ne_bytes(word);
-        let control = v.wrapping_sub(ONES * 0x20) & !v & HIGHS != 0;
-        if control
-            || has_zero(v ^ (ONES * u64::from(b'"')))
-            || has_zero(v ^ (ONES * u64::from(b'\\')))
-        {
-            return true;
-        }
-    }
-    chunks
-        .remainder()
-        .iter()
-        .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
 }
 
 /// What a selection of a `CustomField` asks for (its `project` is left to the executor).
@@ -709,26 +683,6 @@ mod tests {
             "{ issues { nodes { ...Missing } } }",
         ] {
             assert_eq!(plans(query), None, "{query}");
-        }
-    }
-
-    /// Every byte JSON escapes is found at every offset of a word and of the remainder, and
-    /// the bytes next to them in value (space, `#`, `[`, `]`, DEL, non-ASCII) are not.
-    #[test]
-    fn needs_escape_finds_every_escaped_byte_anywhere() {
-        for len in 1..=20 {
-            for at in 0..len {
-                for b in (0u8..0x20).chain([b'"', b'\\']) {
-                    let mut bytes = vec![b'a'; len];
-                    bytes[at] = b;
-                    assert!(needs_escape(&bytes), "{b:#x} at {at} of {len}");
-                }
-                for b in [b' ', b'!', b'#', b'[', b']', 0x7f, 0x80, 0xa2, 0xdc, 0xff] {
-                    let mut bytes = vec![b'a'; len];
-                    bytes[at] = b;
-                    assert!(!needs_escape(&bytes), "{b:#x} at {at} of {len}");
-                }
-            }
         }
     }
 

@@ -17,6 +17,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
 
 use super::{item_of, AttributeValue, Item};
+use crate::jsonscan;
 
 /// Why a text is not DynamoDB JSON, and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -321,42 +322,36 @@ impl<'a> Parser<'a> {
     fn string(&mut self) -> Result<String, JsonError> {
         self.eat(b'"', "expected a string")?;
         let start = self.at;
-        let mut i = start;
-        loop {
-            match self.bytes.get(i) {
-                Some(b'"') => {
-                    self.at = i + 1;
-                    // Both ends are ASCII quotes, so the slice lies on character boundaries.
-                    return Ok(self.text[start..i].to_owned());
-                }
-                Some(b'\\') => break,
-                Some(&b) if b < 0x20 => {
-                    self.at = i;
-                    return self.fail("a control character in a string");
-                }
-                Some(_) => i += 1,
-                None => {
-                    self.at = i;
-                    return self.fail("unterminated string");
-                }
+        let Some(len) = jsonscan::special_at(&self.bytes[start..]) else {
+            self.at = self.bytes.len();
+            return self.fail("unterminated string");
+        };
+        let i = start + len;
+        match self.bytes[i] {
+            b'"' => {
+                self.at = i + 1;
+                // Both ends are ASCII quotes, so the slice lies on character boundaries.
+                Ok(self.text[start..i].to_owned())
+            }
+            b'\\' => {
+                let mut out = String::with_capacity(len + 16);
+                out.push_str(&self.text[start..i]);
+                self.at = i;
+                self.escaped_rest(out)
+            }
+            _ => {
+                self.at = i;
+                self.fail("a control character in a string")
             }
         }
-        let mut out = String::with_capacity(i - start + 16);
-        out.push_str(&self.text[start..i]);
-        self.at = i;
-        self.escaped_rest(out)
     }
 
     /// Finishes a string that has escapes, from the first backslash.
     fn escaped_rest(&mut self, mut out: String) -> Result<String, JsonError> {
         loop {
             let run_start = self.at;
-            while let Some(&b) = self.bytes.get(self.at) {
-                if b == b'"' || b == b'\\' || b < 0x20 {
-                    break;
-                }
-                self.at += 1;
-            }
+            self.at = jsonscan::special_at(&self.bytes[run_start..])
+                .map_or(self.bytes.len(), |len| run_start + len);
             out.push_str(&self.text[run_start..self.at]);
             match self.bytes.get(self.at) {
                 Some(b'"') => {
@@ -420,9 +415,7 @@ impl<'a> Parser<'a> {
     fn plain_name(&mut self) -> Result<&'a str, JsonError> {
         self.eat(b'"', "expected a member name")?;
         let start = self.at;
-        let len = self.bytes[start..]
-            .iter()
-            .position(|&b| b == b'"' || b == b'\\' || b < 0x20);
+        let len = jsonscan::special_at(&self.bytes[start..]);
         match len.map(|len| (len, self.bytes[start + len])) {
             Some((len, b'"')) => {
                 self.at = start + len + 1;
