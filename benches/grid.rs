@@ -21,18 +21,6 @@ use gridgate::sortkey;
 use gridgate::store::embedded::EmbeddedStore;
 use gridgate::store::{DynStore, Store};
 
-const GRID: &str = r#"
-query Grid($p: ID!, $order: IssueOrder) {
-  project(id: $p) {
-    name
-    customFields { id name type position }
-    issues(first: 100, orderBy: $order) {
-      edges { cursor node { id num name state fieldValues { field { id } value } } }
-      pageInfo { hasNextPage endCursor }
-    }
-  }
-}"#;
-
 fn grid_pages(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let dir = tempfile::tempdir().expect("temp dir");
@@ -72,11 +60,13 @@ fn grid_pages(c: &mut Criterion) {
     ];
     let mut group = c.benchmark_group("grid_page_100_rows_8_fields");
     for (name, order) in orders {
-        let variables =
-            async_graphql::Variables::from_json(serde_json::json!({"p": project, "order": order}));
+        let variables = async_graphql::Variables::from_json(
+            serde_json::json!({"p": project, "first": 100, "order": order}),
+        );
         group.bench_function(name, |b| {
             b.to_async(&rt).iter(|| async {
-                let request = async_graphql::Request::new(GRID).variables(variables.clone());
+                let request =
+                    async_graphql::Request::new(seed::GRID_PAGE_QUERY).variables(variables.clone());
                 let response = gateway.execute(request).await;
                 assert!(response.errors.is_empty(), "{:?}", response.errors);
                 black_box(response)

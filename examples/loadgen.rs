@@ -70,17 +70,6 @@ fn hostile_bodies(project: &str) -> Vec<Value> {
         .collect()
 }
 
-const GRID: &str = r#"
-query Grid($p: ID!, $first: Int, $order: IssueOrder) {
-  project(id: $p) {
-    customFields { id name type position }
-    issues(first: $first, orderBy: $order) {
-      edges { cursor node { id num name state fieldValues { field { id } value } } }
-      pageInfo { hasNextPage endCursor }
-    }
-  }
-}"#;
-
 struct Sample {
     latency: Duration,
     ok: bool,
@@ -105,7 +94,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "NUM" | "NAME" | "STATE" => json!({"field": args.order}),
         field => json!({"field": "CUSTOM_FIELD", "customFieldId": field}),
     };
-    let body = json!({"query": GRID, "variables": {"p": args.project, "first": args.first, "order": order}});
+    let body = json!({"query": gridgate::seed::GRID_PAGE_QUERY, "variables": {"p": args.project, "first": args.first, "order": order}});
     let client = reqwest::Client::new();
     let deadline = Instant::now() + Duration::from_secs(args.seconds);
     let budget = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(args.max_requests));

@@ -14,6 +14,20 @@ use crate::model::{CustomField, FieldType, FieldValue, Issue, IssueState, Projec
 use crate::repo::RepoError;
 use crate::store::{retry, DynStore, Item, Key, StoreError};
 
+/// The grid page every benchmark measures (`benches/grid.rs`, `examples/grid_instructions.rs`,
+/// `examples/loadgen.rs`; `benches/compare.sh` spells the same text for wrk and the Node
+/// gateway): a project's custom fields and a page of its issues with every cell and a cursor
+/// per row.
+pub const GRID_PAGE_QUERY: &str = r#"query Grid($p: ID!, $first: Int, $order: IssueOrder) {
+  project(id: $p) {
+    customFields { id name type position }
+    issues(first: $first, orderBy: $order) {
+      edges { cursor node { id num name state fieldValues { field { id } value } } }
+      pageInfo { hasNextPage endCursor }
+    }
+  }
+}"#;
+
 /// Why seeding failed.
 #[derive(Debug, thiserror::Error)]
 pub enum SeedError {

@@ -1,0 +1,118 @@
+//! Runs grid pages in process on one thread, for counting the instructions a page costs.
+//!
+//! Wall-clock figures on this 2-core machine swing by 15-25 % between runs of the same binary;
+//! an instruction count under callgrind is the same every time, so it judges a change to the
+//! per-row work exactly (SHA-256 runs in software under valgrind, so cursors weigh more there
+//! than on a CPU with SHA extensions). See README, "Performance".
+//!
+//! ```text
+//! cargo build --release --example grid_instructions
+//! B=target/release/examples/grid_instructions
+//! $B seed /tmp/grid                      # 1 project, 5,000 issues, 8 custom fields
+//! valgrind --tool=callgrind $B run /tmp/grid 20 NUM   # and again with 60: the
+//! valgrind --tool=callgrind $B run /tmp/grid 60 NUM   # difference / 40 is one page
+//! ```
+//!
+//! `ORDER` is `NUM` or `CF` (the second custom field, descending); pages have 50 rows.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use gridgate::graphql::{Gateway, GatewayOptions};
+use gridgate::seed::{self, Synthetic, GRID_PAGE_QUERY};
+use gridgate::store::embedded::EmbeddedStore;
+use gridgate::store::DynStore;
+
+/// The server's allocator, so the counts are the server's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Where `seed` leaves the project's id for `run`.
+const PROJECT_FILE: &str = "project-id";
+
+const USAGE: &str = "usage: grid_instructions seed DIR | run DIR PAGES NUM|CF";
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        ["seed", dir] => rt.block_on(seed_data(Path::new(dir))),
+        ["run", dir, pages, order] => {
+            let (gateway, variables) = rt.block_on(prepare(Path::new(dir), order))?;
+            let pages: usize = pages.parse()?;
+            let started = std::time::Instant::now();
+            run_pages(&rt, &gateway, &variables, pages)?;
+            eprintln!(
+                "{pages} pages, {:?} per page",
+                started.elapsed() / pages.max(1) as u32
+            );
+            Ok(())
+        }
+        _ => Err(USAGE.into()),
+    }
+}
+
+async fn seed_data(dir: &Path) -> Result<(), Box<dyn std::error::Error>> {
+    let store: DynStore = Arc::new(EmbeddedStore::open(dir, "bench")?);
+    store.ensure_table().await?;
+    let params = Synthetic {
+        projects: 1,
+        issues: 5000,
+        fields: 8,
+        seed: 1,
+    };
+    let created = seed::synthetic(&store, params, |_| {}).await?;
+    std::fs::write(dir.join(PROJECT_FILE), &created[0].project)?;
+    Ok(())
+}
+
+/// The gateway over the seeded store, and the page's variables (its project and order).
+async fn prepare(
+    dir: &Path,
+    order: &str,
+) -> Result<(Gateway, async_graphql::Variables), Box<dyn std::error::Error>> {
+    let id = std::fs::read_to_string(dir.join(PROJECT_FILE))?;
+    let store: DynStore = Arc::new(EmbeddedStore::open(dir, "bench")?);
+    let gateway = Gateway::new(store, GatewayOptions::default(), None);
+    let fields = gateway
+        .execute(async_graphql::Request::new(format!(
+            r#"{{ project(id: "{id}") {{ id customFields {{ id }} }} }}"#
+        )))
+        .await;
+    let data = serde_json::to_value(&fields.data)?;
+    let project = &data["project"];
+    let order = match order {
+        "NUM" => serde_json::json!({"field": "NUM"}),
+        "CF" => serde_json::json!({
+            "field": "CUSTOM_FIELD",
+            "customFieldId": project["customFields"][1]["id"],
+            "direction": "DESC",
+        }),
+        _ => return Err(USAGE.into()),
+    };
+    let variables = serde_json::json!({"p": project["id"], "first": 50, "order": order});
+    Ok((gateway, async_graphql::Variables::from_json(variables)))
+}
+
+/// The pages, after three to warm the caches (documents, plans, the file's pages). Kept out
+/// of line so that a profile can be limited to it (`--toggle-collect=*run_pages*`).
+#[inline(never)]
+fn run_pages(
+    rt: &tokio::runtime::Runtime,
+    gateway: &Gateway,
+    variables: &async_graphql::Variables,
+    pages: usize,
+) -> Result<(), Box<dyn std::error::Error>> {
+    for _ in 0..pages + 3 {
+        let request = async_graphql::Request::new(GRID_PAGE_QUERY).variables(variables.clone());
+        // As the HTTP handler runs it: rows stay the JSON text they were written as.
+        let response = rt.block_on(gateway.execute_encoded(request));
+        if !response.errors.is_empty() {
+            return Err(format!("{:?}", response.errors).into());
+        }
+        std::hint::black_box(response);
+    }
+    Ok(())
+}
