@@ -143,7 +143,7 @@ impl Scope {
     /// Encodes a position of this list as an opaque cursor: the body's base64url, a dot, and
     /// the base64url of its HMAC-SHA256.
     ///
-    /// The body is the JSON of [`CursorBody`] with its members in declaration order, written
+    /// The body is the JSON of `CursorBody` with its members in declaration order, written
     /// by hand (serde's `flatten` goes through a map serializer for every row); strings take
     /// serde_json's escaping, so the text is what `serde_json` would write.
     pub fn cursor(&self, position: &Position) -> String {

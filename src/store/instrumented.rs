@@ -2,7 +2,7 @@
 //! call, and the Prometheus metrics of calls, capacity, latency, retries, throttles and errors
 //! by operation. It is store-agnostic, so both stores report identically; the only thing a
 //! store adds is the DynamoDB client's attempts (the SDK retries inside one call), which the
-//! DynamoDB store notes through [`note_attempt`].
+//! DynamoDB store notes through `note_attempt`.
 //!
 //! `app::build` wraps the shared store once for the API's requests and once for the sweeper
 //! (the `source` label), under the per-request meters: a call refused by a request's budget
