@@ -482,15 +482,21 @@ impl<'a> Parser<'a> {
     fn skip_string(&mut self) -> Result<(), JsonError> {
         self.eat(b'"', "expected a string")?;
         loop {
-            match self.bytes.get(self.at) {
-                Some(b'"') => {
+            // After an escape's backslash the position can be one past the end.
+            let rest = self.bytes.get(self.at..).unwrap_or_default();
+            let Some(len) = jsonscan::special_at(rest) else {
+                self.at = self.bytes.len();
+                return self.fail("unterminated string");
+            };
+            self.at += len;
+            match self.bytes[self.at] {
+                b'"' => {
                     self.at += 1;
                     return Ok(());
                 }
-                Some(b'\\') => self.at += 2,
-                Some(&b) if b < 0x20 => return self.fail("a control character in a string"),
-                Some(_) => self.at += 1,
-                None => return self.fail("unterminated string"),
+                // The escaped character is skipped with its backslash, whatever it is.
+                b'\\' => self.at += 2,
+                _ => return self.fail("a control character in a string"),
             }
         }
     }
