@@ -15,8 +15,7 @@ use self::cursor::checked;
 pub use self::cursor::{CursorKeys, Position, Scope};
 
 use crate::store::{
-    table, AttributeValue, Filter, Index, Item, Key, Query, SortCondition, StartKey, Store,
-    StoreError,
+    Filter, Index, Key, Query, RawItem, SortCondition, StartKey, Store, StoreError,
 };
 
 /// Page size when neither `first` nor `last` is given.
@@ -202,11 +201,12 @@ impl ReadBudget {
     }
 }
 
-/// One row of a page: its position and the index item read (projection ALL).
+/// One row of a page: its position and the index item read (projection ALL), as text for
+/// the list's owner to decode typed.
 #[derive(Clone, Debug)]
 pub struct Row {
     pub position: Position,
-    pub item: Item,
+    pub item: RawItem,
 }
 
 /// A page of rows in list order, with Relay's page info.
@@ -221,18 +221,17 @@ pub struct Page {
     pub resume: Option<Position>,
 }
 
-fn gsi1sk_of(item: &Item) -> Option<&str> {
-    match item.get(table::GSI1SK) {
-        Some(AttributeValue::S(s)) => Some(s),
-        _ => None,
-    }
-}
-
-fn pk_of(item: &Item) -> Option<&str> {
-    match item.get(table::PK) {
-        Some(AttributeValue::S(s)) => Some(s),
-        _ => None,
-    }
+/// Where an item read from `segment` lies in its list: its `PK` and `GSI1SK`. `None` for an
+/// item without them (not in the index, so never read).
+fn position_in(segment: usize, item: &RawItem) -> Result<Option<Position>, StoreError> {
+    let key = item
+        .index_key()
+        .map_err(|e| StoreError::Corrupt(format!("an item read from GSI1: {e}")))?;
+    Ok(key.map(|(pk, gsi1sk)| Position {
+        segment,
+        pk: pk.into_owned(),
+        gsi1sk: gsi1sk.into_owned(),
+    }))
 }
 
 /// Whether `position` lies at or past `bound` in the reading direction.
@@ -395,20 +394,15 @@ async fn fetch_from(
                 filter: segment.filter.clone(),
                 consistent: false,
             };
-            let out = store.query(&query).await;
+            let out = store.query_raw(&query).await;
             if segment.filter.is_some() {
                 let scanned = out.as_ref().map_or(0, |o| o.scanned);
                 budget.refund(limit.saturating_sub(scanned));
             }
             let out = out?;
             for item in out.items {
-                let (Some(pk), Some(gsi1sk)) = (pk_of(&item), gsi1sk_of(&item)) else {
+                let Some(position) = position_in(index, &item)? else {
                     continue;
-                };
-                let position = Position {
-                    segment: index,
-                    pk: pk.to_string(),
-                    gsi1sk: gsi1sk.to_string(),
                 };
                 if bound.is_some_and(|b| reached(segments, forward, &position, b)) {
                     break 'segments;

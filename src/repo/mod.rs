@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use crate::auth::Access;
 use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
-use crate::items::{self, ItemError};
+use crate::items::{self, IssueListRow, ItemError};
 use crate::keys;
 use crate::model::{Issue, Project, ProjectData, Tenant};
 use crate::paging::{
@@ -28,7 +28,7 @@ use crate::paging::{
 };
 use crate::store::{
     retry, AttrPath, CallBudget, CostMeter, CostReport, DynStore, Filter, Index, Item, Key,
-    Metered, Query, SortCondition, StoreError,
+    Metered, Query, RawItem, SortCondition, StoreError,
 };
 
 /// Errors of the data layer: the store failed, or it returned an item that cannot be read.
@@ -484,7 +484,9 @@ impl Repo {
         }];
         let page = self.page(&segments, request).await?;
         let scope = self.projects_scope(tenant);
-        paged(&scope, page, |item| Ok(items::decode_project(&item)?))
+        paged(&scope, page, |raw| {
+            Ok(items::decode_project(&items::raw_item(raw, "project")?)?)
+        })
     }
 
     /// The scope of a project's issue list in one ordering, for its cursors. It names the
@@ -543,16 +545,19 @@ impl Repo {
         page: Page,
     ) -> Result<Paged<IssueRow>, RepoError> {
         let scope = self.issues_scope(tenant, project, sort);
-        paged(&scope, page, |item| match items::item_type(&item) {
-            Some(items::types::ISSUE) => Ok(IssueRow::Loaded(items::decode_issue(item)?)),
-            _ => {
-                let issue = items::item_pk(&item)
-                    .and_then(|pk| IssueId::parse(pk).ok())
-                    .ok_or_else(|| bad_index_row(&item))?;
-                Ok(IssueRow::Key(IssueKey {
-                    issue,
-                    project: project.clone(),
-                }))
+        paged(&scope, page, |raw| {
+            match items::decode_issue_list_row(raw)? {
+                IssueListRow::Issue(issue) => Ok(IssueRow::Loaded(issue)),
+                IssueListRow::Index { pk } => {
+                    let issue = pk
+                        .as_deref()
+                        .and_then(|pk| IssueId::parse(pk).ok())
+                        .ok_or_else(|| bad_index_row(pk.as_deref()))?;
+                    Ok(IssueRow::Key(IssueKey {
+                        issue,
+                        project: project.clone(),
+                    }))
+                }
             }
         })
     }
@@ -600,9 +605,9 @@ fn issue_segments(project: &ProjectId, sort: &IssueSort) -> Vec<Segment> {
     }
 }
 
-fn bad_index_row(item: &Item) -> RepoError {
+fn bad_index_row(pk: Option<&str>) -> RepoError {
     RepoError::Item(ItemError {
-        pk: items::item_pk(item).unwrap_or_default().to_string(),
+        pk: pk.unwrap_or_default().to_string(),
         sk: String::new(),
         expected: "index row",
         reason: "PK is not an issue id".into(),
@@ -612,7 +617,7 @@ fn bad_index_row(item: &Item) -> RepoError {
 fn paged<T>(
     scope: &Scope,
     page: Page,
-    mut decode: impl FnMut(Item) -> Result<T, RepoError>,
+    mut decode: impl FnMut(RawItem) -> Result<T, RepoError>,
 ) -> Result<Paged<T>, RepoError> {
     let resume_cursor = page.resume.as_ref().map(|p| scope.cursor(p));
     let rows = page

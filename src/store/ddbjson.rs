@@ -10,13 +10,14 @@
 //! exactly JSON (escapes, surrogate pairs, whitespace between tokens) and refuses anything
 //! that is not an item, with the byte offset; property tests check it against serde_dynamo.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
 
-use super::{item_of, AttributeValue, Item};
+use super::{capacity, item_of, AttributeValue, Item};
 use crate::jsonscan;
 
 /// Why a text is not DynamoDB JSON, and where.
@@ -45,6 +46,17 @@ pub fn item(text: &str) -> Result<Item, JsonError> {
     let map = parser.map(0)?;
     parser.end()?;
     Ok(item_of(map))
+}
+
+/// The size DynamoDB counts for the item a text holds (what [`capacity::item_size`] gives
+/// for [`item`] of it), read from the text without building the item: the embedded store
+/// prices every row it reads. Checked as strictly as [`item`] checks. An attribute named
+/// twice in one map, which no writer produces, counts twice here and once in the item.
+pub fn item_size(text: &str) -> Result<usize, JsonError> {
+    let mut parser = Parser::new(text);
+    let size = parser.map_size(0, 0)?;
+    parser.end()?;
+    Ok(size)
 }
 
 /// Reads a JSON array of items (a Query's `Items`, a BatchGetItem's table entry), with nothing
@@ -105,6 +117,13 @@ pub fn split_response(
     parser.end()?;
     rest.push('}');
     Ok((rest, items))
+}
+
+/// The type tag of an attribute value (`S`, `M`, ...) and where it starts in the text.
+#[derive(Clone, Copy)]
+struct Tag<'a> {
+    name: &'a [u8],
+    at: usize,
 }
 
 struct Parser<'a> {
@@ -237,6 +256,14 @@ impl<'a> Parser<'a> {
         if depth > MAX_DEPTH {
             return self.fail("nested too deeply");
         }
+        let tag = self.type_tag()?;
+        let value = self.typed_value(tag, depth)?;
+        self.value_end()?;
+        Ok(value)
+    }
+
+    /// Reads the opening of an attribute value, `{"TAG":`, and returns the tag.
+    fn type_tag(&mut self) -> Result<Tag<'a>, JsonError> {
         self.eat(b'{', "expected an attribute value object")?;
         self.eat(b'"', "an attribute value without a type tag")?;
         let tag_start = self.at;
@@ -246,7 +273,15 @@ impl<'a> Parser<'a> {
         };
         self.at = tag_end + 1;
         self.eat(b':', "expected : after a type tag")?;
-        let value = match &self.bytes[tag_start..tag_end] {
+        Ok(Tag {
+            name: &self.bytes[tag_start..tag_end],
+            at: tag_start,
+        })
+    }
+
+    /// Reads the value of an attribute value whose tag [`Parser::type_tag`] has just read.
+    fn typed_value(&mut self, tag: Tag<'_>, depth: usize) -> Result<AttributeValue, JsonError> {
+        Ok(match tag.name {
             b"S" => AttributeValue::S(self.string()?),
             b"N" => AttributeValue::N(self.string()?),
             b"B" => AttributeValue::B(self.binary()?),
@@ -272,18 +307,79 @@ impl<'a> Parser<'a> {
                 AttributeValue::Bs(values)
             }
             _ => {
-                self.at = tag_start;
+                self.at = tag.at;
                 return self.fail("unknown type tag");
             }
-        };
+        })
+    }
+
+    /// Reads the `}` that closes an attribute value.
+    fn value_end(&mut self) -> Result<(), JsonError> {
         match self.peek() {
             Some(b'}') => {
                 self.at += 1;
-                Ok(value)
+                Ok(())
             }
             Some(b',') => self.fail("an attribute value with several type tags"),
             _ => self.fail("expected } after an attribute value"),
         }
+    }
+
+    /// [`item_size`] of a map at `depth`, each entry counting `per_entry` more (DynamoDB
+    /// counts one byte per entry of a nested map, none per top-level attribute).
+    fn map_size(&mut self, depth: usize, per_entry: usize) -> Result<usize, JsonError> {
+        if depth > MAX_DEPTH {
+            return self.fail("nested too deeply");
+        }
+        let mut total = 0;
+        self.object("expected an object of attribute values", |p| {
+            let name = p.string_cow()?;
+            p.eat(b':', "expected : after an attribute name")?;
+            total += name.len() + p.value_size(depth + 1)? + per_entry;
+            Ok(())
+        })?;
+        Ok(total)
+    }
+
+    /// The size of one attribute value (`capacity::value_size`), read as [`Parser::value`]
+    /// reads it.
+    fn value_size(&mut self, depth: usize) -> Result<usize, JsonError> {
+        if depth > MAX_DEPTH {
+            return self.fail("nested too deeply");
+        }
+        let tag = self.type_tag()?;
+        let size = match tag.name {
+            b"S" => self.string_cow()?.len(),
+            b"N" => capacity::number_size(&self.string_cow()?),
+            b"M" => 3 + self.map_size(depth + 1, 1)?,
+            b"L" => {
+                let mut total = 3;
+                self.list(|p| {
+                    total += p.value_size(depth + 1)? + 1;
+                    Ok(())
+                })?;
+                total
+            }
+            b"SS" | b"NS" => {
+                let numbers = tag.name == b"NS";
+                let mut total = 0;
+                self.list(|p| {
+                    let text = p.string_cow()?;
+                    total += if numbers {
+                        capacity::number_size(&text)
+                    } else {
+                        text.len()
+                    };
+                    Ok(())
+                })?;
+                total
+            }
+            // Binaries count by their decoded length, so they are decoded; the other types
+            // are read as `value` reads them.
+            _ => capacity::value_size(&self.typed_value(tag, depth)?),
+        };
+        self.value_end()?;
+        Ok(size)
     }
 
     fn strings(&mut self) -> Result<Vec<String>, JsonError> {
@@ -320,6 +416,11 @@ impl<'a> Parser<'a> {
 
     /// Reads a JSON string. The common case (no escape) is one scan and one copy.
     fn string(&mut self) -> Result<String, JsonError> {
+        self.string_cow().map(Cow::into_owned)
+    }
+
+    /// Reads a JSON string, borrowed from the text when it has no escape.
+    fn string_cow(&mut self) -> Result<Cow<'a, str>, JsonError> {
         self.eat(b'"', "expected a string")?;
         let start = self.at;
         let Some(len) = jsonscan::special_at(&self.bytes[start..]) else {
@@ -331,13 +432,13 @@ impl<'a> Parser<'a> {
             b'"' => {
                 self.at = i + 1;
                 // Both ends are ASCII quotes, so the slice lies on character boundaries.
-                Ok(self.text[start..i].to_owned())
+                Ok(Cow::Borrowed(&self.text[start..i]))
             }
             b'\\' => {
                 let mut out = String::with_capacity(len + 16);
                 out.push_str(&self.text[start..i]);
                 self.at = i;
-                self.escaped_rest(out)
+                self.escaped_rest(out).map(Cow::Owned)
             }
             _ => {
                 self.at = i;
@@ -520,6 +621,130 @@ impl<'a> Parser<'a> {
     }
 }
 
+/// A scalar attribute value read by [`Reader::scalar`].
+#[derive(Debug, PartialEq, Eq)]
+pub enum Scalar<'a> {
+    S(Cow<'a, str>),
+    N(Cow<'a, str>),
+    /// A value of any other type (read in full, then dropped).
+    Other,
+}
+
+/// Reads one item's text attribute by attribute without building it, for decoders that want
+/// a few typed values (`items::decode_issue_text`, the paging engine's positions) and would
+/// otherwise pay for an attribute map: a hash, an allocation per name and one per value, and
+/// as many frees.
+///
+/// [`Reader::scalar`] and [`Reader::map`] read values as strictly as [`item`] does, so a
+/// text read through with those alone is one `item` accepts. [`Reader::skip`] only follows
+/// the structure, for values the caller does not look at.
+pub struct Reader<'a> {
+    parser: Parser<'a>,
+    /// The nesting depth of the values being read, counted as [`item`] counts it.
+    depth: usize,
+}
+
+impl<'a> Reader<'a> {
+    pub fn new(text: &'a str) -> Self {
+        Reader {
+            parser: Parser::new(text),
+            depth: 0,
+        }
+    }
+
+    /// Reads the item: calls `each` with every attribute's name, the reader placed at the
+    /// attribute's value, which `each` must read with exactly one of [`Reader::scalar`],
+    /// [`Reader::map`] or [`Reader::skip`]. Only whitespace may follow the item.
+    pub fn item(
+        mut self,
+        each: impl FnMut(&mut Self, Cow<'a, str>) -> Result<(), JsonError>,
+    ) -> Result<(), JsonError> {
+        self.members(0, each)?;
+        self.parser.end()
+    }
+
+    /// Reads `{name: value, ...}`, a map at `depth`, handing every value to `each`.
+    fn members(
+        &mut self,
+        depth: usize,
+        mut each: impl FnMut(&mut Self, Cow<'a, str>) -> Result<(), JsonError>,
+    ) -> Result<(), JsonError> {
+        if depth > MAX_DEPTH {
+            return self.parser.fail("nested too deeply");
+        }
+        let outer = self.depth;
+        self.depth = depth + 1;
+        let p = &mut self.parser;
+        p.eat(b'{', "expected an object of attribute values")?;
+        if p.peek() == Some(b'}') {
+            p.at += 1;
+        } else {
+            loop {
+                let name = self.parser.string_cow()?;
+                self.parser
+                    .eat(b':', "expected : after an attribute name")?;
+                each(self, name)?;
+                match self.parser.peek() {
+                    Some(b',') => self.parser.at += 1,
+                    Some(b'}') => {
+                        self.parser.at += 1;
+                        break;
+                    }
+                    _ => return self.parser.fail("expected , or } in an object"),
+                }
+            }
+        }
+        self.depth = outer;
+        Ok(())
+    }
+
+    /// Reads an attribute value: the text of an `S` or `N`, borrowed from the item unless it
+    /// has escapes; a value of any other type is read and dropped.
+    pub fn scalar(&mut self) -> Result<Scalar<'a>, JsonError> {
+        if self.depth > MAX_DEPTH {
+            return self.parser.fail("nested too deeply");
+        }
+        let p = &mut self.parser;
+        let tag = p.type_tag()?;
+        let value = match tag.name {
+            b"S" => Scalar::S(p.string_cow()?),
+            b"N" => Scalar::N(p.string_cow()?),
+            _ => {
+                p.typed_value(tag, self.depth)?;
+                Scalar::Other
+            }
+        };
+        p.value_end()?;
+        Ok(value)
+    }
+
+    /// Reads an attribute value that is a map (`M`), handing each entry to `each` as
+    /// [`Reader::item`] does; a value of any other type is read and dropped, and gives
+    /// `false`.
+    pub fn map(
+        &mut self,
+        each: impl FnMut(&mut Self, Cow<'a, str>) -> Result<(), JsonError>,
+    ) -> Result<bool, JsonError> {
+        if self.depth > MAX_DEPTH {
+            return self.parser.fail("nested too deeply");
+        }
+        let tag = self.parser.type_tag()?;
+        let is_map = tag.name == b"M";
+        if is_map {
+            self.members(self.depth + 1, each)?;
+        } else {
+            self.parser.typed_value(tag, self.depth)?;
+        }
+        self.parser.value_end()?;
+        Ok(is_map)
+    }
+
+    /// Moves past an attribute value, checking only its JSON structure.
+    pub fn skip(&mut self) -> Result<(), JsonError> {
+        self.parser.skip_value(self.depth)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -582,6 +807,56 @@ mod tests {
             if let Ok(ours) = super::item(&text) {
                 prop_assert_eq!(Some(ours), theirs.ok());
             }
+            // The typed reader and the size walk accept exactly what `item` accepts.
+            let read = Reader::new(&text).item(|r, _| r.scalar().map(drop));
+            prop_assert_eq!(read.is_ok(), super::item(&text).is_ok());
+            prop_assert_eq!(item_size(&text).is_ok(), super::item(&text).is_ok());
+        }
+
+        /// The size read from an item's text is what capacity metering counts for the item.
+        #[test]
+        fn sizes_items_as_capacity_counts_them(item in an_item(), pretty in any::<bool>()) {
+            let text = if pretty {
+                serde_json::to_string_pretty(&item).unwrap()
+            } else {
+                serde_json::to_string(&item).unwrap()
+            };
+            prop_assert_eq!(item_size(&text).unwrap(), capacity::item_size(&item));
+        }
+
+        /// The typed reader gives every top-level `S` and `N` as the item has it, nested maps
+        /// entry by entry, and reads other types as `Other`.
+        #[test]
+        fn reads_values_as_the_item_has_them(item in an_item()) {
+            let text = serde_json::to_string(&item).unwrap();
+            let mut seen = 0;
+            Reader::new(&text).item(|r, name| {
+                seen += 1;
+                let want = item.get(&*name).unwrap();
+                match want {
+                    AttributeValue::M(map) => {
+                        let mut entries = HashMap::new();
+                        assert!(r.map(|r, key| {
+                            entries.insert(key.into_owned(), r.scalar()?);
+                            Ok(())
+                        })?);
+                        assert_eq!(entries.len(), map.len());
+                        for (key, value) in map {
+                            let expected = match value {
+                                AttributeValue::S(s) => Scalar::S(s.as_str().into()),
+                                AttributeValue::N(n) => Scalar::N(n.as_str().into()),
+                                _ => Scalar::Other,
+                            };
+                            assert_eq!(entries[key], expected);
+                        }
+                    }
+                    AttributeValue::S(s) => assert_eq!(r.scalar()?, Scalar::S(s.as_str().into())),
+                    AttributeValue::N(n) => assert_eq!(r.scalar()?, Scalar::N(n.as_str().into())),
+                    _ => assert_eq!(r.scalar()?, Scalar::Other),
+                }
+                Ok(())
+            }).unwrap();
+            prop_assert_eq!(seen, item.len());
         }
     }
 

@@ -22,7 +22,7 @@ use tracing::field::Empty;
 use tracing::Instrument;
 
 use super::{
-    BatchGetOutput, Capacity, DynStore, GetOutput, Index, Item, Key, Query, QueryOutput,
+    BatchGetOutput, Capacity, DynStore, GetOutput, Index, Item, Key, Query, QueryOutput, RawItem,
     ScanOutput, Store, StoreError, WriteOp, WriteOutput,
 };
 use crate::telemetry::metrics::CallRecord;
@@ -201,6 +201,16 @@ impl Store for Instrumented {
             DynamoOp::Query,
             Some(query.index),
             self.inner.query(query),
+            |out| (out.items.len(), 0, out.consumed),
+        )
+        .await
+    }
+
+    async fn query_raw(&self, query: &Query) -> Result<QueryOutput<RawItem>, StoreError> {
+        self.call(
+            DynamoOp::Query,
+            Some(query.index),
+            self.inner.query_raw(query),
             |out| (out.items.len(), 0, out.consumed),
         )
         .await

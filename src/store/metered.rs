@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 
 use super::{
-    BatchGetOutput, Capacity, DynStore, GetOutput, Item, Key, Query, QueryOutput, ScanOutput,
-    Store, StoreError, WriteOp, WriteOutput,
+    BatchGetOutput, Capacity, DynStore, GetOutput, Item, Key, Query, QueryOutput, RawItem,
+    ScanOutput, Store, StoreError, WriteOp, WriteOutput,
 };
 
 /// Counts DynamoDB calls and read and write capacity. Cheap to share between the tasks of one request.
@@ -237,6 +237,11 @@ impl Store for Metered {
 
     async fn query(&self, query: &Query) -> Result<QueryOutput, StoreError> {
         self.call(self.inner.query(query), |out| out.consumed).await
+    }
+
+    async fn query_raw(&self, query: &Query) -> Result<QueryOutput<RawItem>, StoreError> {
+        self.call(self.inner.query_raw(query), |out| out.consumed)
+            .await
     }
 
     async fn scan(

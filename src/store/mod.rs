@@ -14,6 +14,7 @@ pub mod embedded;
 pub mod instrumented;
 pub mod limits;
 mod metered;
+pub mod raw;
 pub mod retry;
 pub mod table;
 
@@ -26,6 +27,7 @@ pub use serde_dynamo::{AttributeValue, Item};
 pub use capacity::Capacity;
 pub use instrumented::Instrumented;
 pub use metered::{CallBudget, CostMeter, CostReport, Metered};
+pub use raw::RawItem;
 
 /// Makes an item of a map as it is. serde_dynamo's `Item::from` rebuilds the map entry by entry
 /// (it converts each value), which costs a hash and a move per attribute of every item read.
@@ -185,16 +187,29 @@ impl Query {
     }
 }
 
-#[derive(Clone, Debug, Default)]
-pub struct QueryOutput {
+/// What a Query returns: its items as attribute maps ([`Store::query`]) or as the store
+/// read them ([`Store::query_raw`]).
+#[derive(Clone, Debug)]
+pub struct QueryOutput<T = Item> {
     /// The items that passed the filter, in the query's order.
-    pub items: Vec<Item>,
+    pub items: Vec<T>,
     /// Set when the query stopped before the end of the matching range (by `Limit` or by
     /// DynamoDB's 1 MB page limit): pass it back as `start` to continue.
     pub last_evaluated: Option<StartKey>,
     /// How many items were read before the filter.
     pub scanned: usize,
     pub consumed: Capacity,
+}
+
+impl<T> Default for QueryOutput<T> {
+    fn default() -> Self {
+        QueryOutput {
+            items: Vec::new(),
+            last_evaluated: None,
+            scanned: 0,
+            consumed: Capacity::ZERO,
+        }
+    }
 }
 
 /// One page of a Scan.
@@ -396,6 +411,20 @@ pub trait Store: Send + Sync + 'static {
 
     /// One Query call.
     async fn query(&self, query: &Query) -> Result<QueryOutput, StoreError>;
+
+    /// One Query call, its items as the store read them, for readers that decode them typed
+    /// (the paging engine). The default hands over [`Store::query`]'s attribute maps; the
+    /// embedded store hands over its stored rows' text. Wrappers forward it, so a call is
+    /// metered, traced and counted as [`Store::query`] is.
+    async fn query_raw(&self, query: &Query) -> Result<QueryOutput<RawItem>, StoreError> {
+        let out = self.query(query).await?;
+        Ok(QueryOutput {
+            items: out.items.into_iter().map(RawItem::Map).collect(),
+            last_evaluated: out.last_evaluated,
+            scanned: out.scanned,
+            consumed: out.consumed,
+        })
+    }
 
     /// One Scan call of the table, in key order on the embedded store (in DynamoDB's own order
     /// on DynamoDB), continuing after `start`. Only the offline tools (`verify`, `reindex`) scan:

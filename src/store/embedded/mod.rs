@@ -1,8 +1,9 @@
 //! The embedded store: [`Store`] over one local redb file, with DynamoDB's semantics.
 //!
 //! The file `<dir>/<table>.redb` holds two redb tables. `items` maps the table key
-//! `(PK, SK)` to the item serialized as DynamoDB JSON (`serde_json` of [`Item`]). `GSI1` is the
-//! inverted index: it maps `(SK, GSI1SK, PK)` to `()`, and every write updates it in the same
+//! `(PK, SK)` to the item's row: its size as DynamoDB counts it, then the item as DynamoDB
+//! JSON (`serde_json` of [`Item`]; see `table::encode_row`). `GSI1` is the inverted index: it
+//! maps `(SK, GSI1SK, PK)` to a copy of the row (projection ALL), and every write updates it in the same
 //! redb write transaction as the item itself, so the index can never be observed out of step
 //! with the table (DynamoDB's GSIs are only eventually consistent; being stricter here is safe
 //! because no caller may rely on index lag).
@@ -35,14 +36,14 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use redb::{Database, ReadableDatabase};
 
-use self::query::{batch_get_sync, query_sync, scan_sync, QueryPlan};
+use self::query::{batch_get_sync, query_sync, scan_sync, Form, QueryPlan};
 use self::table::{create_tables, tables_exist, unavailable, upgrade_index};
 use self::validate::{reject_duplicates, validate_key, validate_transaction, ItemRow};
 use self::write::{transact_sync, write_puts};
 use super::capacity::item_size;
 use super::{
-    BatchGetOutput, Capacity, GetOutput, Index, Item, Key, Query, QueryOutput, ScanOutput, Store,
-    StoreError, WriteOp, WriteOutput, MAX_BATCH_GET, MAX_BATCH_WRITE,
+    BatchGetOutput, Capacity, GetOutput, Index, Item, Key, Query, QueryOutput, RawItem, ScanOutput,
+    Store, StoreError, WriteOp, WriteOutput, MAX_BATCH_GET, MAX_BATCH_WRITE,
 };
 
 /// A [`Store`] backed by a local redb database file.
@@ -127,6 +128,29 @@ impl EmbeddedStore {
             .map_err(|e| StoreError::Unavailable(format!("embedded store task failed: {e}")))?
     }
 
+    /// One Query, its items in form `T`.
+    async fn query_as<T: Form + Send + 'static>(
+        &self,
+        query: &Query,
+    ) -> Result<QueryOutput<T>, StoreError> {
+        self.check_ready()?;
+        if query.consistent && query.index == Index::Gsi1 {
+            return Err(StoreError::Invalid(
+                "consistent reads are not supported on global secondary indexes".into(),
+            ));
+        }
+        let plan = QueryPlan::new(query)?;
+        let filter = query.filter.clone();
+        let mut out = self
+            .blocking(move |db| query_sync(db, &plan, filter.as_ref()))
+            .await?;
+        if query.consistent {
+            // Strongly consistent reads cost twice the eventually consistent price.
+            out.consumed.read_units *= 2.0;
+        }
+        Ok(out)
+    }
+
     fn check_ready(&self) -> Result<(), StoreError> {
         if self.ready.load(Ordering::Acquire) {
             Ok(())
@@ -198,22 +222,11 @@ impl Store for EmbeddedStore {
     }
 
     async fn query(&self, query: &Query) -> Result<QueryOutput, StoreError> {
-        self.check_ready()?;
-        if query.consistent && query.index == Index::Gsi1 {
-            return Err(StoreError::Invalid(
-                "consistent reads are not supported on global secondary indexes".into(),
-            ));
-        }
-        let plan = QueryPlan::new(query)?;
-        let filter = query.filter.clone();
-        let mut out = self
-            .blocking(move |db| query_sync(db, &plan, filter.as_ref()))
-            .await?;
-        if query.consistent {
-            // Strongly consistent reads cost twice the eventually consistent price.
-            out.consumed.read_units *= 2.0;
-        }
-        Ok(out)
+        self.query_as(query).await
+    }
+
+    async fn query_raw(&self, query: &Query) -> Result<QueryOutput<RawItem>, StoreError> {
+        self.query_as(query).await
     }
 
     async fn scan(

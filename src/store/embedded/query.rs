@@ -3,14 +3,14 @@
 
 use redb::{Database, ReadableDatabase};
 
-use super::table::{decode, unavailable, GSI1_INDEX, ITEMS};
+use super::table::{corrupt, decode, row_text, unavailable, GSI1_INDEX, ITEMS};
 use super::validate::{check_key_value, validate_key};
 use crate::store::capacity::item_size;
 use crate::store::limits::{MAX_PARTITION_KEY_BYTES, MAX_SORT_KEY_BYTES, PAGE_BYTES};
 use crate::store::table::{GSI1SK, PK, SK};
 use crate::store::{
-    BatchGetOutput, Capacity, Filter, Index, Item, Key, Query, QueryOutput, ScanOutput,
-    SortCondition, StartKey, StoreError,
+    ddbjson, BatchGetOutput, Capacity, Filter, Index, Item, Key, Query, QueryOutput, RawItem,
+    ScanOutput, SortCondition, StartKey, StoreError,
 };
 
 /// What a BatchGetItem costs. Each key is read as its own GetItem: found items are rounded up
@@ -218,47 +218,106 @@ fn start_position(query: &Query, start: &StartKey) -> Result<Vec<String>, StoreE
     }
 }
 
+/// The form a query hands its items over in: attribute maps ([`Store::query`]) or the
+/// stored rows' text ([`Store::query_raw`]).
+///
+/// [`Store::query`]: crate::store::Store::query
+/// [`Store::query_raw`]: crate::store::Store::query_raw
+pub(super) trait Form: Sized {
+    /// Reads a stored row, found under `index_key` (`PK`, `GSI1SK`) when read from `GSI1`:
+    /// its size as DynamoDB counts it, and the item unless `filter` leaves it out.
+    fn read(
+        bytes: &[u8],
+        filter: Option<&Filter>,
+        index_key: impl FnOnce() -> Option<(String, String)>,
+    ) -> Result<(usize, Option<Self>), StoreError>;
+}
+
+impl Form for Item {
+    fn read(
+        bytes: &[u8],
+        filter: Option<&Filter>,
+        _: impl FnOnce() -> Option<(String, String)>,
+    ) -> Result<(usize, Option<Self>), StoreError> {
+        let item = decode(bytes)?;
+        let size = item_size(&item);
+        Ok((
+            size,
+            filter.is_none_or(|f| f.matches(&item)).then_some(item),
+        ))
+    }
+}
+
+impl Form for RawItem {
+    fn read(
+        bytes: &[u8],
+        filter: Option<&Filter>,
+        index_key: impl FnOnce() -> Option<(String, String)>,
+    ) -> Result<(usize, Option<Self>), StoreError> {
+        // A filter looks into the item, so a filtered query builds it.
+        if let Some(filter) = filter {
+            let item = decode(bytes)?;
+            let size = item_size(&item);
+            return Ok((size, filter.matches(&item).then_some(RawItem::Map(item))));
+        }
+        let (size, text) = row_text(bytes)?;
+        let size = match size {
+            Some(size) => size,
+            None => ddbjson::item_size(text).map_err(|e| corrupt(&e))?,
+        };
+        let item = RawItem::Text {
+            text: text.to_owned(),
+            index_key: index_key(),
+        };
+        Ok((size, Some(item)))
+    }
+}
+
 /// Collects one Query page: counts what was read, applies the filter, and decides when the
 /// page is over.
-struct Page<'a> {
+struct Page<'a, T> {
     limit: Option<usize>,
     filter: Option<&'a Filter>,
-    items: Vec<Item>,
+    items: Vec<T>,
     scanned: usize,
     bytes: usize,
     last_evaluated: Option<StartKey>,
 }
 
-impl<'a> Page<'a> {
+impl<'a, T: Form> Page<'a, T> {
     fn new(limit: Option<usize>, filter: Option<&'a Filter>) -> Self {
         Page {
             limit,
             filter,
-            items: Vec::new(),
+            items: Vec::with_capacity(limit.unwrap_or(0).min(128)),
             scanned: 0,
             bytes: 0,
             last_evaluated: None,
         }
     }
 
-    /// Takes one item read at `position`; returns `true` when the page is full. DynamoDB ends a
-    /// page when `Limit` items have been read or when 1 MB has been read, and in both cases
-    /// returns the last item read as `LastEvaluatedKey` without looking further, even if no
-    /// item follows.
-    fn read(&mut self, item: Item, position: impl FnOnce() -> StartKey) -> bool {
+    /// Takes one stored row read at `position`; returns `true` when the page is full.
+    /// DynamoDB ends a page when `Limit` items have been read or when 1 MB has been read, and
+    /// in both cases returns the last item read as `LastEvaluatedKey` without looking
+    /// further, even if no item follows.
+    fn read(
+        &mut self,
+        bytes: &[u8],
+        index_key: impl FnOnce() -> Option<(String, String)>,
+        position: impl FnOnce() -> StartKey,
+    ) -> Result<bool, StoreError> {
+        let (size, item) = T::read(bytes, self.filter, index_key)?;
         self.scanned += 1;
-        self.bytes += item_size(&item);
-        if self.filter.is_none_or(|f| f.matches(&item)) {
-            self.items.push(item);
-        }
+        self.bytes += size;
+        self.items.extend(item);
         let full = self.limit.is_some_and(|l| self.scanned >= l) || self.bytes >= PAGE_BYTES;
         if full {
             self.last_evaluated = Some(position());
         }
-        full
+        Ok(full)
     }
 
-    fn finish(self) -> QueryOutput {
+    fn finish(self) -> QueryOutput<T> {
         QueryOutput {
             items: self.items,
             last_evaluated: self.last_evaluated,
@@ -310,11 +369,11 @@ pub(super) fn scan_sync(
     Ok(out)
 }
 
-pub(super) fn query_sync(
+pub(super) fn query_sync<T: Form>(
     db: &Database,
     plan: &QueryPlan,
     filter: Option<&Filter>,
-) -> Result<QueryOutput, StoreError> {
+) -> Result<QueryOutput<T>, StoreError> {
     let mut page = Page::new(plan.limit, filter);
     // A start key at or past the end of the condition's range leaves nothing to read; redb's
     // range needs lo <= hi, so this is checked rather than handed down.
@@ -336,7 +395,6 @@ pub(super) fn query_sync(
             };
             for entry in entries {
                 let (key, value) = entry.map_err(unavailable)?;
-                let item = decode(value.value())?;
                 let position = || {
                     let (pk, sk) = key.value();
                     StartKey {
@@ -344,7 +402,7 @@ pub(super) fn query_sync(
                         gsi1sk: None,
                     }
                 };
-                if page.read(item, position) {
+                if page.read(value.value(), || None, position)? {
                     break;
                 }
             }
@@ -367,12 +425,12 @@ pub(super) fn query_sync(
                 let (key, value) = entry.map_err(unavailable)?;
                 let (sk, gsi1sk, pk) = key.value();
                 // Projection ALL: the entry holds the item, written with it in one transaction.
-                let item = decode(value.value())?;
                 let position = || StartKey {
                     key: Key::new(pk, sk),
                     gsi1sk: Some(gsi1sk.to_owned()),
                 };
-                if page.read(item, position) {
+                let index_key = || Some((pk.to_owned(), gsi1sk.to_owned()));
+                if page.read(value.value(), index_key, position)? {
                     break;
                 }
             }
@@ -411,6 +469,18 @@ mod tests {
         assert_eq!(first.scanned, 4);
         assert_eq!(first.last_evaluated, Some(table_start("P", "k4")));
         assert_eq!(first.consumed, Capacity::for_query_bytes(4 * 300 * 1024));
+        // Read as text, each row is priced by the size it carries: the same page, the same cost,
+        // and each item with its key from the row.
+        let raw = store
+            .query_raw(&Query::partition(Index::Table, "P"))
+            .await
+            .unwrap();
+        assert_eq!(
+            (raw.scanned, &raw.last_evaluated, raw.consumed),
+            (first.scanned, &first.last_evaluated, first.consumed)
+        );
+        let read: Vec<Item> = raw.items.into_iter().map(|r| r.item().unwrap()).collect();
+        assert_eq!(read, first.items);
 
         let second = store
             .query(&Query {

@@ -82,12 +82,51 @@ pub(super) fn create_tables(db: &Database) -> Result<(), StoreError> {
     txn.commit().map_err(unavailable)
 }
 
-/// Reads a stored item (DynamoDB JSON, as serde_dynamo writes it) with the store's own parser
-/// (`store::ddbjson`), which reads attribute values straight from the text.
+/// The first byte of a stored row that carries its size: the row is this byte, the item's
+/// size as DynamoDB counts it (`u32`, little-endian), then the item as DynamoDB JSON
+/// (`serde_json` of the [`Item`]). Rows written before the size was kept are the JSON alone,
+/// which starts with `{`; they read the same, their size counted from the text.
+///
+/// Why keep the size: every read prices every row it reads, and counting a row's size from
+/// its text is a walk over the whole row, as costly as reading it.
+const SIZED_ROW: u8 = 0x01;
+const SIZE_BYTES: usize = 4;
+
+/// A row to store for an item of `size` bytes (by DynamoDB's count).
+pub(super) fn encode_row(item: &Item, size: usize) -> Result<Vec<u8>, String> {
+    let size = u32::try_from(size).map_err(|_| format!("an item of {size} bytes"))?;
+    let mut bytes = Vec::with_capacity(256);
+    bytes.push(SIZED_ROW);
+    bytes.extend_from_slice(&size.to_le_bytes());
+    serde_json::to_writer(&mut bytes, item).map_err(|e| e.to_string())?;
+    Ok(bytes)
+}
+
+/// A stored row's item text, and its size when the row carries it.
+pub(super) fn row_text(bytes: &[u8]) -> Result<(Option<usize>, &str), StoreError> {
+    let (size, json) = match bytes.split_first() {
+        Some((&SIZED_ROW, rest)) => {
+            let (size, json) = rest
+                .split_first_chunk::<SIZE_BYTES>()
+                .ok_or_else(|| corrupt(&"a row shorter than its header"))?;
+            (Some(u32::from_le_bytes(*size) as usize), json)
+        }
+        _ => (None, bytes),
+    };
+    let text = std::str::from_utf8(json).map_err(|e| corrupt(&e))?;
+    Ok((size, text))
+}
+
+/// Reads a stored item with the store's own parser (`store::ddbjson`), which reads attribute
+/// values straight from the text.
 pub(super) fn decode(bytes: &[u8]) -> Result<Item, StoreError> {
-    let corrupt = |e: &dyn std::fmt::Display| StoreError::Corrupt(format!("stored item: {e}"));
-    let text = std::str::from_utf8(bytes).map_err(|e| corrupt(&e))?;
+    let (_, text) = row_text(bytes)?;
     ddbjson::item(text).map_err(|e| corrupt(&e))
+}
+
+/// The error for a stored row that cannot be read.
+pub(super) fn corrupt(e: &dyn std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(format!("stored item: {e}"))
 }
 
 /// The string value of attribute `name`, if the item has one of type `S`.
@@ -145,6 +184,15 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(page.items, vec![rows[1].clone(), rows[0].clone()]);
+        // Rows written before rows carried their size read the same as text, priced alike
+        // (their size counted from the text).
+        let raw = store
+            .query_raw(&Query::partition(Index::Gsi1, "p"))
+            .await
+            .unwrap();
+        assert_eq!(raw.consumed, page.consumed);
+        let read: Vec<Item> = raw.items.into_iter().map(|r| r.item().unwrap()).collect();
+        assert_eq!(read, page.items);
         {
             let txn = store.db.begin_read().unwrap();
             assert!(matches!(

@@ -3,6 +3,7 @@
 
 use std::collections::HashSet;
 
+use super::table::encode_row;
 use crate::store::capacity::item_size;
 use crate::store::limits::{
     MAX_ITEM_BYTES, MAX_PARTITION_KEY_BYTES, MAX_SORT_KEY_BYTES, MAX_TRANSACT_BYTES,
@@ -37,7 +38,7 @@ impl ItemRow {
                 "item ({pk}, {sk}) is {size} bytes, over the {MAX_ITEM_BYTES}-byte limit"
             )));
         }
-        let bytes = serde_json::to_vec(item)
+        let bytes = encode_row(item, size)
             .map_err(|e| StoreError::Invalid(format!("item ({pk}, {sk}): {e}")))?;
         Ok(ItemRow {
             pk,
