@@ -540,6 +540,19 @@ pub fn decode_issue_list_row(raw: RawItem) -> Result<IssueListRow, ItemError> {
     })
 }
 
+/// Reads an issue's source item as a store read it: [`decode_issue`], in one typed pass over
+/// an item kept as text (see [`decode_issue_list_row`]).
+pub fn decode_issue_raw(raw: RawItem) -> Result<Issue, ItemError> {
+    let item = match raw {
+        RawItem::Map(item) => item,
+        RawItem::Text { text, .. } => match issue_row_from_text(&text) {
+            Ok(Some(IssueListRow::Issue(issue))) => return Ok(issue),
+            _ => ddbjson::item(&text).map_err(|e| not_json("issue", &e))?,
+        },
+    };
+    decode_issue(item)
+}
+
 /// The row an item's text holds when every attribute is as a writer leaves it; `None` when
 /// anything needs the attribute map's judgement.
 fn issue_row_from_text(text: &str) -> Result<Option<IssueListRow>, JsonError> {
@@ -1067,9 +1080,9 @@ mod tests {
     }
 
     proptest! {
-        /// A row of an issue list read from its text gives exactly what its attribute map
-        /// gives: the same issue or index row, or an error with the same message, whatever
-        /// the item holds.
+        /// An issue, or a row of an issue list, read from its text gives exactly what its
+        /// attribute map gives: the same issue or index row, or an error with the same
+        /// message, whatever the item holds.
         #[test]
         fn text_rows_read_as_their_items(
             name in "[a-zA-Z0-9 \"\\\\\u{1}é\u{1F600}]{0,16}",
@@ -1102,6 +1115,9 @@ mod tests {
                 text: serde_json::to_string(&item).unwrap(),
                 index_key: None,
             };
+            let typed = decode_issue_raw(text.clone()).map_err(|e| e.to_string());
+            let general = decode_issue_raw(RawItem::Map(item.clone())).map_err(|e| e.to_string());
+            prop_assert_eq!(typed, general);
             let typed = decode_issue_list_row(text).map_err(|e| e.to_string());
             let general = decode_issue_list_row(RawItem::Map(item)).map_err(|e| e.to_string());
             prop_assert_eq!(typed, general);

@@ -372,11 +372,23 @@ impl Repo {
             .iter()
             .map(|k| keys::issue(&k.issue, &k.project))
             .collect();
-        let found = self.get_items(&store_keys).await?;
+        // A grid page sorted by any column but num loads its rows here: they are read as the
+        // store read them and decoded typed, with no attribute map (see `items::decode_issue_raw`).
+        let found = match &store_keys[..] {
+            [key] => self
+                .store
+                .get(key)
+                .await?
+                .item
+                .map(RawItem::Map)
+                .into_iter()
+                .collect(),
+            _ => retry::batch_get_all_raw(self.store.as_ref(), &store_keys).await?,
+        };
         let wanted: HashSet<&IssueKey> = keys.iter().collect();
-        let mut out = HashMap::new();
-        for item in found {
-            let issue = items::decode_issue(item)?;
+        let mut out = HashMap::with_capacity(found.len());
+        for raw in found {
+            let issue = items::decode_issue_raw(raw)?;
             let key = IssueKey {
                 issue: issue.id.clone(),
                 project: issue.project.clone(),

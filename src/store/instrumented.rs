@@ -196,6 +196,16 @@ impl Store for Instrumented {
         .await
     }
 
+    async fn batch_get_raw(&self, keys: &[Key]) -> Result<BatchGetOutput<RawItem>, StoreError> {
+        self.call(
+            DynamoOp::BatchGetItem,
+            None,
+            self.inner.batch_get_raw(keys),
+            |out| (out.items.len(), out.unprocessed.len(), out.consumed),
+        )
+        .await
+    }
+
     async fn query(&self, query: &Query) -> Result<QueryOutput, StoreError> {
         self.call(
             DynamoOp::Query,

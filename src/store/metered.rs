@@ -235,6 +235,11 @@ impl Store for Metered {
             .await
     }
 
+    async fn batch_get_raw(&self, keys: &[Key]) -> Result<BatchGetOutput<RawItem>, StoreError> {
+        self.call(self.inner.batch_get_raw(keys), |out| out.consumed)
+            .await
+    }
+
     async fn query(&self, query: &Query) -> Result<QueryOutput, StoreError> {
         self.call(self.inner.query(query), |out| out.consumed).await
     }

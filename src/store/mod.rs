@@ -228,13 +228,25 @@ pub struct GetOutput {
     pub consumed: Capacity,
 }
 
-#[derive(Clone, Debug, Default)]
-pub struct BatchGetOutput {
+/// What a BatchGetItem returns: its items as attribute maps ([`Store::batch_get`]) or as the
+/// store read them ([`Store::batch_get_raw`]).
+#[derive(Clone, Debug)]
+pub struct BatchGetOutput<T = Item> {
     /// Found items, in no particular order; missing keys are simply absent.
-    pub items: Vec<Item>,
+    pub items: Vec<T>,
     /// Keys the store did not get to (DynamoDB's `UnprocessedKeys`): ask again.
     pub unprocessed: Vec<Key>,
     pub consumed: Capacity,
+}
+
+impl<T> Default for BatchGetOutput<T> {
+    fn default() -> Self {
+        BatchGetOutput {
+            items: Vec::new(),
+            unprocessed: Vec::new(),
+            consumed: Capacity::ZERO,
+        }
+    }
 }
 
 /// A condition on the current state of one item, checked atomically with a write.
@@ -408,6 +420,16 @@ pub trait Store: Send + Sync + 'static {
 
     /// One BatchGetItem call: at most [`MAX_BATCH_GET`] distinct keys, eventually consistent.
     async fn batch_get(&self, keys: &[Key]) -> Result<BatchGetOutput, StoreError>;
+
+    /// One BatchGetItem call, its items as the store read them (see [`Store::query_raw`]).
+    async fn batch_get_raw(&self, keys: &[Key]) -> Result<BatchGetOutput<RawItem>, StoreError> {
+        let out = self.batch_get(keys).await?;
+        Ok(BatchGetOutput {
+            items: out.items.into_iter().map(RawItem::Map).collect(),
+            unprocessed: out.unprocessed,
+            consumed: out.consumed,
+        })
+    }
 
     /// One Query call.
     async fn query(&self, query: &Query) -> Result<QueryOutput, StoreError>;

@@ -8,11 +8,14 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use futures::{StreamExt, TryStreamExt};
 use rand::Rng;
 
 use super::instrumented::unprocessed_retry;
-use super::{Item, Key, Query, Store, StoreError, MAX_BATCH_GET, MAX_BATCH_WRITE};
+use super::{
+    BatchGetOutput, Item, Key, Query, RawItem, Store, StoreError, MAX_BATCH_GET, MAX_BATCH_WRITE,
+};
 
 /// Exponential backoff with full jitter, as AWS recommends for unprocessed batch entries:
 /// before retry `n` (from 0), sleep a uniformly random time in `[0, min(cap, base * 2^n)]`.
@@ -61,11 +64,45 @@ pub async fn batch_get_all(store: &dyn Store, keys: &[Key]) -> Result<Vec<Item>,
     batch_get_all_with(store, keys, Backoff::DEFAULT).await
 }
 
-async fn batch_get_all_with(
+/// [`batch_get_all`], the items as the store read them ([`Store::batch_get_raw`]).
+pub async fn batch_get_all_raw(
+    store: &dyn Store,
+    keys: &[Key],
+) -> Result<Vec<RawItem>, StoreError> {
+    batch_get_all_with(store, keys, Backoff::DEFAULT).await
+}
+
+/// The form a batch read returns its items in, and the call that reads them so.
+trait BatchForm: Sized + Send {
+    fn batch_get<'a>(
+        store: &'a dyn Store,
+        keys: &'a [Key],
+    ) -> BoxFuture<'a, Result<BatchGetOutput<Self>, StoreError>>;
+}
+
+impl BatchForm for Item {
+    fn batch_get<'a>(
+        store: &'a dyn Store,
+        keys: &'a [Key],
+    ) -> BoxFuture<'a, Result<BatchGetOutput<Self>, StoreError>> {
+        store.batch_get(keys)
+    }
+}
+
+impl BatchForm for RawItem {
+    fn batch_get<'a>(
+        store: &'a dyn Store,
+        keys: &'a [Key],
+    ) -> BoxFuture<'a, Result<BatchGetOutput<Self>, StoreError>> {
+        store.batch_get_raw(keys)
+    }
+}
+
+async fn batch_get_all_with<T: BatchForm>(
     store: &dyn Store,
     keys: &[Key],
     backoff: Backoff,
-) -> Result<Vec<Item>, StoreError> {
+) -> Result<Vec<T>, StoreError> {
     // DynamoDB rejects a batch naming one key twice; the first occurrence keeps its place.
     let mut seen = HashSet::with_capacity(keys.len());
     let distinct: Vec<Key> = keys
@@ -80,16 +117,16 @@ async fn batch_get_all_with(
     Ok(results.into_iter().flatten().collect())
 }
 
-async fn get_chunk(
+async fn get_chunk<T: BatchForm>(
     store: &dyn Store,
     mut pending: Vec<Key>,
     backoff: Backoff,
-) -> Result<Vec<Item>, StoreError> {
+) -> Result<Vec<T>, StoreError> {
     let mut items = Vec::with_capacity(pending.len());
     let mut retry = 0;
     loop {
         // Retries are marked for the metrics (`gridgate_dynamodb_unprocessed_retries_total`).
-        let out = unprocessed_retry(retry > 0, store.batch_get(&pending)).await?;
+        let out = unprocessed_retry(retry > 0, T::batch_get(store, &pending)).await?;
         items.extend(out.items);
         if out.unprocessed.is_empty() {
             return Ok(items);
@@ -433,6 +470,13 @@ mod tests {
         assert_each_once(&items, &existing);
         // 10 keys -> 5 processed -> 2 processed -> rest.
         assert_eq!(store.calls(), vec![10, 5, 3]);
+
+        // Items as the store read them come through the same chunks and retries.
+        let store = FakeStore::with_keys(&existing, 2);
+        let raw = batch_get_all_raw(&store, &existing).await.unwrap();
+        let items: Vec<Item> = raw.into_iter().map(|r| r.item().unwrap()).collect();
+        assert_each_once(&items, &existing);
+        assert_eq!(store.calls(), vec![10, 5, 3]);
     }
 
     #[tokio::test]
@@ -448,7 +492,7 @@ mod tests {
         let mut store = FakeStore::with_keys(&existing, 0);
         store.stuck.insert(existing[120].clone());
 
-        let result = batch_get_all_with(&store, &existing, NO_DELAY).await;
+        let result = batch_get_all_with::<Item>(&store, &existing, NO_DELAY).await;
 
         assert!(
             matches!(result, Err(StoreError::Throttled(_))),

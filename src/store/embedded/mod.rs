@@ -128,6 +128,31 @@ impl EmbeddedStore {
             .map_err(|e| StoreError::Unavailable(format!("embedded store task failed: {e}")))?
     }
 
+    /// One BatchGetItem, its items in form `T`.
+    async fn batch_get_as<T: Form + Send + 'static>(
+        &self,
+        keys: &[Key],
+    ) -> Result<BatchGetOutput<T>, StoreError> {
+        self.check_ready()?;
+        // Nothing to read: a no-op, as the DynamoDB store treats it (DynamoDB itself would
+        // reject the empty request, so that store never sends it).
+        if keys.is_empty() {
+            return Ok(BatchGetOutput::default());
+        }
+        if keys.len() > MAX_BATCH_GET {
+            return Err(StoreError::Invalid(format!(
+                "BatchGetItem takes 1 to {MAX_BATCH_GET} keys, got {}",
+                keys.len()
+            )));
+        }
+        for key in keys {
+            validate_key(key)?;
+        }
+        reject_duplicates(keys.iter().cloned(), "BatchGetItem")?;
+        let keys = keys.to_vec();
+        self.blocking(move |db| batch_get_sync(db, &keys)).await
+    }
+
     /// One Query, its items in form `T`.
     async fn query_as<T: Form + Send + 'static>(
         &self,
@@ -201,24 +226,11 @@ impl Store for EmbeddedStore {
     }
 
     async fn batch_get(&self, keys: &[Key]) -> Result<BatchGetOutput, StoreError> {
-        self.check_ready()?;
-        // Nothing to read: a no-op, as the DynamoDB store treats it (DynamoDB itself would
-        // reject the empty request, so that store never sends it).
-        if keys.is_empty() {
-            return Ok(BatchGetOutput::default());
-        }
-        if keys.len() > MAX_BATCH_GET {
-            return Err(StoreError::Invalid(format!(
-                "BatchGetItem takes 1 to {MAX_BATCH_GET} keys, got {}",
-                keys.len()
-            )));
-        }
-        for key in keys {
-            validate_key(key)?;
-        }
-        reject_duplicates(keys.iter().cloned(), "BatchGetItem")?;
-        let keys = keys.to_vec();
-        self.blocking(move |db| batch_get_sync(db, &keys)).await
+        self.batch_get_as(keys).await
+    }
+
+    async fn batch_get_raw(&self, keys: &[Key]) -> Result<BatchGetOutput<RawItem>, StoreError> {
+        self.batch_get_as(keys).await
     }
 
     async fn query(&self, query: &Query) -> Result<QueryOutput, StoreError> {

@@ -25,19 +25,22 @@ fn batch_get_capacity(found_sizes: &[usize], missing: usize) -> Capacity {
     )
 }
 
-pub(super) fn batch_get_sync(db: &Database, keys: &[Key]) -> Result<BatchGetOutput, StoreError> {
+pub(super) fn batch_get_sync<T: Form>(
+    db: &Database,
+    keys: &[Key],
+) -> Result<BatchGetOutput<T>, StoreError> {
     let txn = db.begin_read().map_err(unavailable)?;
     let table = txn.open_table(ITEMS).map_err(unavailable)?;
-    let mut items = Vec::new();
-    let mut sizes = Vec::new();
+    let mut items = Vec::with_capacity(keys.len());
+    let mut sizes = Vec::with_capacity(keys.len());
     for key in keys {
         if let Some(guard) = table
             .get((key.pk.as_str(), key.sk.as_str()))
             .map_err(unavailable)?
         {
-            let item = decode(guard.value())?;
-            sizes.push(item_size(&item));
-            items.push(item);
+            let (size, item) = T::read(guard.value(), None, || None)?;
+            sizes.push(size);
+            items.extend(item);
         }
     }
     Ok(BatchGetOutput {
