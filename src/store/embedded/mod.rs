@@ -46,6 +46,16 @@ use super::{
     Store, StoreError, WriteOp, WriteOutput, MAX_BATCH_GET, MAX_BATCH_WRITE,
 };
 
+/// The most rows a read may ask for (a Query's `Limit`; a BatchGetItem takes at most 100 keys)
+/// and still run on the calling task rather than on the blocking pool.
+///
+/// Why: a read of a page from a file in the OS page cache takes tens of microseconds, less
+/// than handing it to a blocking thread and waking the task again, which cost a grid page
+/// about a tenth of its CPU in thread wake-ups. What one such read can cost is bounded by the
+/// rows it may read (at most 1 MB, like any Query page). Larger or filtered queries, scans and
+/// every write (which syncs the file) still run on the blocking pool.
+const MAX_READ_IN_PLACE: u32 = 128;
+
 /// A [`Store`] backed by a local redb database file.
 ///
 /// Cloning is cheap and shares the open database. redb locks its file, so open each file once
@@ -115,8 +125,9 @@ impl EmbeddedStore {
         self.blocking(move |db| write_puts(db, &rows)).await
     }
 
-    /// Runs a synchronous redb operation on the blocking pool, because redb does file I/O and
-    /// must not stall the async runtime's worker threads.
+    /// Runs a synchronous redb operation on the blocking pool: writes sync the file, and a
+    /// large read can take milliseconds, which must not stall the async runtime's worker
+    /// threads.
     async fn blocking<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
@@ -126,6 +137,20 @@ impl EmbeddedStore {
         tokio::task::spawn_blocking(move || f(&db))
             .await
             .map_err(|e| StoreError::Unavailable(format!("embedded store task failed: {e}")))?
+    }
+
+    /// Runs a read: in place when `small`, else on the blocking pool (see
+    /// [`MAX_READ_IN_PLACE`]).
+    async fn read<T, F>(&self, small: bool, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Database) -> Result<T, StoreError> + Send + 'static,
+    {
+        if small {
+            f(&self.db)
+        } else {
+            self.blocking(f).await
+        }
     }
 
     /// One BatchGetItem, its items in form `T`.
@@ -150,7 +175,8 @@ impl EmbeddedStore {
         }
         reject_duplicates(keys.iter().cloned(), "BatchGetItem")?;
         let keys = keys.to_vec();
-        self.blocking(move |db| batch_get_sync(db, &keys)).await
+        // At most 100 keys: a read of a page's size (see `read`).
+        self.read(true, move |db| batch_get_sync(db, &keys)).await
     }
 
     /// One Query, its items in form `T`.
@@ -166,8 +192,10 @@ impl EmbeddedStore {
         }
         let plan = QueryPlan::new(query)?;
         let filter = query.filter.clone();
+        // A page of rows, unfiltered (so the limit bounds the rows read), is read in place.
+        let small = filter.is_none() && query.limit.is_some_and(|l| l <= MAX_READ_IN_PLACE);
         let mut out = self
-            .blocking(move |db| query_sync(db, &plan, filter.as_ref()))
+            .read(small, move |db| query_sync(db, &plan, filter.as_ref()))
             .await?;
         if query.consistent {
             // Strongly consistent reads cost twice the eventually consistent price.
@@ -207,7 +235,9 @@ impl Store for EmbeddedStore {
         validate_key(key)?;
         let key = key.clone();
         let out = self
-            .blocking(move |db| batch_get_sync(db, std::slice::from_ref(&key)))
+            .read(true, move |db| {
+                batch_get_sync(db, std::slice::from_ref(&key))
+            })
             .await?;
         Ok(GetOutput {
             item: out.items.into_iter().next(),
