@@ -113,7 +113,12 @@ pub(super) fn row_text(bytes: &[u8]) -> Result<(Option<usize>, &str), StoreError
         }
         _ => (None, bytes),
     };
-    let text = std::str::from_utf8(json).map_err(|e| corrupt(&e))?;
+    // `basic` reports no position on failure, so a corrupt row is checked again by std for
+    // the message.
+    let text = match simdutf8::basic::from_utf8(json) {
+        Ok(text) => text,
+        Err(_) => std::str::from_utf8(json).map_err(|e| corrupt(&e))?,
+    };
     Ok((size, text))
 }
 
