@@ -1,0 +1,178 @@
+//! Issues read from items as a store read them (`store::RawItem`): the grid's rows, decoded
+//! from a stored row's text in one pass with `ddbjson::Reader`, with no attribute map between.
+//! Anything a writer would not leave goes through [`decode_issue`], so both ways agree.
+
+use std::collections::BTreeMap;
+
+use super::{decode_issue, item_pk, item_type, types, ItemError, PK_ATTR, SK_ATTR, VALUES};
+use crate::ids::{FieldId, IssueId, ProjectId};
+use crate::model::{Issue, IssueState};
+use crate::store::ddbjson::{self, JsonError, Reader, Scalar};
+use crate::store::{Item, RawItem};
+
+/// A row of a project's issue list as read from `GSI1`: the issue item itself (the list by
+/// num reads the issue items) or an index row, which names its issue by `PK` (any other
+/// order; the issue is loaded after).
+#[derive(Debug, PartialEq)]
+pub enum IssueListRow {
+    Issue(Issue),
+    Index { pk: Option<String> },
+}
+
+/// Reads a row of a project's issue list. An issue item is decoded as [`decode_issue`]
+/// decodes it; an item kept as text is read typed, in one pass with [`Reader`], with no
+/// attribute map: every row of a grid page sorted by num comes this way. A text the one pass
+/// cannot take as it is (a missing or mistyped attribute, a bad id, a cell that is neither a
+/// string nor a number, an attribute given twice) is decoded again the general way, so the
+/// result, warnings and errors included, is always exactly that of the attribute map; the
+/// proptest `text_rows_read_as_their_items` holds the two together.
+pub fn decode_issue_list_row(raw: RawItem) -> Result<IssueListRow, ItemError> {
+    let item = match raw {
+        RawItem::Map(item) => item,
+        RawItem::Text { text, .. } => match issue_row_from_text(&text) {
+            Ok(Some(row)) => return Ok(row),
+            _ => ddbjson::item(&text).map_err(|e| not_json("issue list row", &e))?,
+        },
+    };
+    Ok(match item_type(&item) {
+        Some(types::ISSUE) => IssueListRow::Issue(decode_issue(item)?),
+        _ => IssueListRow::Index {
+            pk: item_pk(&item).map(str::to_owned),
+        },
+    })
+}
+
+/// Reads an issue's source item as a store read it: [`decode_issue`], in one typed pass over
+/// an item kept as text (see [`decode_issue_list_row`]).
+pub fn decode_issue_raw(raw: RawItem) -> Result<Issue, ItemError> {
+    let item = match raw {
+        RawItem::Map(item) => item,
+        RawItem::Text { text, .. } => match issue_row_from_text(&text) {
+            Ok(Some(IssueListRow::Issue(issue))) => return Ok(issue),
+            _ => ddbjson::item(&text).map_err(|e| not_json("issue", &e))?,
+        },
+    };
+    decode_issue(item)
+}
+
+/// The row an item's text holds when every attribute is as a writer leaves it; `None` when
+/// anything needs the attribute map's judgement.
+fn issue_row_from_text(text: &str) -> Result<Option<IssueListRow>, JsonError> {
+    #[derive(Default)]
+    struct Parts {
+        pk: Option<String>,
+        sk: Option<String>,
+        kind: Option<bool>,
+        num: Option<u32>,
+        name: Option<String>,
+        state: Option<IssueState>,
+        values: Option<BTreeMap<FieldId, String>>,
+        version: Option<u64>,
+        /// Set on anything the one pass leaves to the attribute map.
+        odd: bool,
+    }
+    let mut parts = Parts::default();
+    Reader::new(text).item(|r, name| {
+        // Each attribute read must appear once (`p.odd |= seen`): a repeated one keeps its
+        // last value in an attribute map, which is for the general path to settle.
+        let p = &mut parts;
+        if name == VALUES {
+            p.odd |= p.values.is_some();
+            let mut values = BTreeMap::new();
+            let mut odd = false;
+            let is_map = r.map(|r, field| {
+                match (FieldId::parse_owned(field.into_owned()), r.scalar()?) {
+                    (Ok(field), Scalar::S(text) | Scalar::N(text)) => {
+                        values.insert(field, text.into_owned());
+                    }
+                    _ => odd = true,
+                }
+                Ok(())
+            })?;
+            p.odd |= odd || !is_map;
+            p.values = Some(values);
+            return Ok(());
+        }
+        let value = r.scalar()?;
+        let (seen, ok) = match (&*name, value) {
+            (PK_ATTR, Scalar::S(pk)) => (p.pk.replace(pk.into_owned()).is_some(), true),
+            (SK_ATTR, Scalar::S(sk)) => (p.sk.replace(sk.into_owned()).is_some(), true),
+            ("Type", Scalar::S(t)) => (p.kind.replace(t == types::ISSUE).is_some(), true),
+            ("Num", Scalar::N(n)) => {
+                let num = n.parse::<u64>().ok().and_then(|n| u32::try_from(n).ok());
+                (p.num.is_some(), num.map(|n| p.num = Some(n)).is_some())
+            }
+            ("Version", Scalar::N(n)) => {
+                let version = n.parse().ok();
+                (
+                    p.version.is_some(),
+                    version.map(|v| p.version = Some(v)).is_some(),
+                )
+            }
+            ("Name", Scalar::S(text)) => (p.name.replace(text.into_owned()).is_some(), true),
+            ("State", Scalar::S(s)) => {
+                let state = IssueState::parse(&s);
+                (
+                    p.state.is_some(),
+                    state.map(|s| p.state = Some(s)).is_some(),
+                )
+            }
+            // A key, type or issue attribute of another type.
+            (PK_ATTR | SK_ATTR | "Type" | "Num" | "Version" | "Name" | "State", _) => {
+                (false, false)
+            }
+            _ => (false, true),
+        };
+        p.odd |= seen || !ok;
+        Ok(())
+    })?;
+    if parts.odd {
+        return Ok(None);
+    }
+    match parts.kind {
+        // Not an issue item: an index row, named by its `PK`.
+        Some(false) => return Ok(Some(IssueListRow::Index { pk: parts.pk })),
+        Some(true) => {}
+        None => return Ok(None),
+    }
+    let Parts {
+        pk: Some(pk),
+        sk: Some(sk),
+        num: Some(num),
+        name: Some(name),
+        state: Some(state),
+        values,
+        version: Some(version),
+        ..
+    } = parts
+    else {
+        return Ok(None);
+    };
+    let (Ok(id), Ok(project)) = (IssueId::parse_owned(pk), ProjectId::parse_owned(sk)) else {
+        return Ok(None);
+    };
+    Ok(Some(IssueListRow::Issue(Issue {
+        project,
+        id,
+        num,
+        name,
+        state,
+        values: values.unwrap_or_default(),
+        version,
+    })))
+}
+
+/// An item a store read, as an attribute map, for the decoders that read maps; `expected`
+/// names the entity in the error.
+pub fn raw_item(raw: RawItem, expected: &'static str) -> Result<Item, ItemError> {
+    raw.item().map_err(|e| not_json(expected, &e))
+}
+
+fn not_json(expected: &'static str, e: &JsonError) -> ItemError {
+    ItemError {
+        pk: String::new(),
+        sk: String::new(),
+        expected,
+        reason: format!("not DynamoDB JSON: {e}"),
+    }
+}
