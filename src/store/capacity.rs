@@ -133,7 +133,7 @@ pub fn value_size(value: &AttributeValue) -> usize {
 /// `01|.50`, 3 bytes; `-100.001` is `01|00|.00|10`, 6 bytes. (Calibrated against DynamoDB Local's
 /// reported capacity; see `tests/store_conformance.rs`.) A string that is not a number — which
 /// a store would have rejected — is counted by its length.
-pub(crate) fn number_size(n: &str) -> usize {
+fn number_size(n: &str) -> usize {
     plain_number_size(n).unwrap_or_else(|| exact_number_size(n))
 }
 

@@ -17,7 +17,7 @@ use std::fmt;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
 
-use super::{capacity, item_of, AttributeValue, Item};
+use super::{item_of, AttributeValue, Item};
 use crate::jsonscan;
 
 /// Why a text is not DynamoDB JSON, and where.
@@ -46,17 +46,6 @@ pub fn item(text: &str) -> Result<Item, JsonError> {
     let map = parser.map(0)?;
     parser.end()?;
     Ok(item_of(map))
-}
-
-/// The size DynamoDB counts for the item a text holds (what [`capacity::item_size`] gives
-/// for [`item`] of it), read from the text without building the item: the embedded store
-/// prices every row it reads. Checked as strictly as [`item`] checks. An attribute named
-/// twice in one map, which no writer produces, counts twice here and once in the item.
-pub fn item_size(text: &str) -> Result<usize, JsonError> {
-    let mut parser = Parser::new(text);
-    let size = parser.map_size(0, 0)?;
-    parser.end()?;
-    Ok(size)
 }
 
 /// Reads a JSON array of items (a Query's `Items`, a BatchGetItem's table entry), with nothing
@@ -323,63 +312,6 @@ impl<'a> Parser<'a> {
             Some(b',') => self.fail("an attribute value with several type tags"),
             _ => self.fail("expected } after an attribute value"),
         }
-    }
-
-    /// [`item_size`] of a map at `depth`, each entry counting `per_entry` more (DynamoDB
-    /// counts one byte per entry of a nested map, none per top-level attribute).
-    fn map_size(&mut self, depth: usize, per_entry: usize) -> Result<usize, JsonError> {
-        if depth > MAX_DEPTH {
-            return self.fail("nested too deeply");
-        }
-        let mut total = 0;
-        self.object("expected an object of attribute values", |p| {
-            let name = p.string_cow()?;
-            p.eat(b':', "expected : after an attribute name")?;
-            total += name.len() + p.value_size(depth + 1)? + per_entry;
-            Ok(())
-        })?;
-        Ok(total)
-    }
-
-    /// The size of one attribute value (`capacity::value_size`), read as [`Parser::value`]
-    /// reads it.
-    fn value_size(&mut self, depth: usize) -> Result<usize, JsonError> {
-        if depth > MAX_DEPTH {
-            return self.fail("nested too deeply");
-        }
-        let tag = self.type_tag()?;
-        let size = match tag.name {
-            b"S" => self.string_cow()?.len(),
-            b"N" => capacity::number_size(&self.string_cow()?),
-            b"M" => 3 + self.map_size(depth + 1, 1)?,
-            b"L" => {
-                let mut total = 3;
-                self.list(|p| {
-                    total += p.value_size(depth + 1)? + 1;
-                    Ok(())
-                })?;
-                total
-            }
-            b"SS" | b"NS" => {
-                let numbers = tag.name == b"NS";
-                let mut total = 0;
-                self.list(|p| {
-                    let text = p.string_cow()?;
-                    total += if numbers {
-                        capacity::number_size(&text)
-                    } else {
-                        text.len()
-                    };
-                    Ok(())
-                })?;
-                total
-            }
-            // Binaries count by their decoded length, so they are decoded; the other types
-            // are read as `value` reads them.
-            _ => capacity::value_size(&self.typed_value(tag, depth)?),
-        };
-        self.value_end()?;
-        Ok(size)
     }
 
     fn strings(&mut self) -> Result<Vec<String>, JsonError> {
@@ -807,21 +739,9 @@ mod tests {
             if let Ok(ours) = super::item(&text) {
                 prop_assert_eq!(Some(ours), theirs.ok());
             }
-            // The typed reader and the size walk accept exactly what `item` accepts.
+            // The typed reader accepts exactly what `item` accepts.
             let read = Reader::new(&text).item(|r, _| r.scalar().map(drop));
             prop_assert_eq!(read.is_ok(), super::item(&text).is_ok());
-            prop_assert_eq!(item_size(&text).is_ok(), super::item(&text).is_ok());
-        }
-
-        /// The size read from an item's text is what capacity metering counts for the item.
-        #[test]
-        fn sizes_items_as_capacity_counts_them(item in an_item(), pretty in any::<bool>()) {
-            let text = if pretty {
-                serde_json::to_string_pretty(&item).unwrap()
-            } else {
-                serde_json::to_string(&item).unwrap()
-            };
-            prop_assert_eq!(item_size(&text).unwrap(), capacity::item_size(&item));
         }
 
         /// The typed reader gives every top-level `S` and `N` as the item has it, nested maps

@@ -3,14 +3,14 @@
 
 use redb::{Database, ReadableDatabase};
 
-use super::table::{corrupt, decode, row_text, unavailable, GSI1_INDEX, ITEMS};
+use super::table::{decode, row_text, unavailable, GSI1_INDEX, ITEMS};
 use super::validate::{check_key_value, validate_key};
 use crate::store::capacity::item_size;
 use crate::store::limits::{MAX_PARTITION_KEY_BYTES, MAX_SORT_KEY_BYTES, PAGE_BYTES};
 use crate::store::table::{GSI1SK, PK, SK};
 use crate::store::{
-    ddbjson, BatchGetOutput, Capacity, Filter, Index, Item, Key, Query, QueryOutput, RawItem,
-    ScanOutput, SortCondition, StartKey, StoreError,
+    BatchGetOutput, Capacity, Filter, Index, Item, Key, Query, QueryOutput, RawItem, ScanOutput,
+    SortCondition, StartKey, StoreError,
 };
 
 /// What a BatchGetItem costs. Each key is read as its own GetItem: found items are rounded up
@@ -266,7 +266,8 @@ impl Form for RawItem {
         let (size, text) = row_text(bytes)?;
         let size = match size {
             Some(size) => size,
-            None => ddbjson::item_size(text).map_err(|e| corrupt(&e))?,
+            // A row written before rows carried their size: counted from the item.
+            None => item_size(&decode(bytes)?),
         };
         let item = RawItem::Text {
             text: text.to_owned(),

@@ -85,7 +85,7 @@ pub(super) fn create_tables(db: &Database) -> Result<(), StoreError> {
 /// The first byte of a stored row that carries its size: the row is this byte, the item's
 /// size as DynamoDB counts it (`u32`, little-endian), then the item as DynamoDB JSON
 /// (`serde_json` of the [`Item`]). Rows written before the size was kept are the JSON alone,
-/// which starts with `{`; they read the same, their size counted from the text.
+/// which starts with `{`; they read the same, their size counted from the decoded item.
 ///
 /// Why keep the size: every read prices every row it reads, and counting a row's size from
 /// its text is a walk over the whole row, as costly as reading it.
@@ -130,7 +130,7 @@ pub(super) fn decode(bytes: &[u8]) -> Result<Item, StoreError> {
 }
 
 /// The error for a stored row that cannot be read.
-pub(super) fn corrupt(e: &dyn std::fmt::Display) -> StoreError {
+fn corrupt(e: &dyn std::fmt::Display) -> StoreError {
     StoreError::Corrupt(format!("stored item: {e}"))
 }
 
@@ -190,7 +190,7 @@ mod tests {
             .unwrap();
         assert_eq!(page.items, vec![rows[1].clone(), rows[0].clone()]);
         // Rows written before rows carried their size read the same as text, priced alike
-        // (their size counted from the text).
+        // (their size counted from the decoded item).
         let raw = store
             .query_raw(&Query::partition(Index::Gsi1, "p"))
             .await
