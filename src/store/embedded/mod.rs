@@ -46,15 +46,19 @@ use super::{
     Store, StoreError, WriteOp, WriteOutput, MAX_BATCH_GET, MAX_BATCH_WRITE,
 };
 
-/// The most rows a read may ask for (a Query's `Limit`; a BatchGetItem takes at most 100 keys)
-/// and still run on the calling task rather than on the blocking pool.
+/// The most rows a read may take and still run on the calling task rather than on the blocking
+/// pool. A BatchGetItem takes at most 100 keys, so it always runs in place. A Query runs in
+/// place until it has read this many rows; one that would read more is given up before its
+/// next row and run again, whole, on the blocking pool, so it costs at most this many rows'
+/// work twice and still answers from one read transaction.
 ///
 /// Why: a read of a page from a file in the OS page cache takes tens of microseconds, less
 /// than handing it to a blocking thread and waking the task again, which cost a grid page
-/// about a tenth of its CPU in thread wake-ups. What one such read can cost is bounded by the
-/// rows it may read (at most 1 MB, like any Query page). Larger or filtered queries, scans and
-/// every write (which syncs the file) still run on the blocking pool.
-const MAX_READ_IN_PLACE: u32 = 128;
+/// about a tenth of its CPU in thread wake-ups per call (a project's partition, read without
+/// `Limit`, is a few rows). What one such read can cost is bounded by the rows it may read
+/// (at most 1 MB, like any Query page). Longer queries, scans and every write (which syncs the
+/// file) run on the blocking pool.
+const MAX_READ_IN_PLACE: usize = 128;
 
 /// A [`Store`] backed by a local redb database file.
 ///
@@ -139,20 +143,6 @@ impl EmbeddedStore {
             .map_err(|e| StoreError::Unavailable(format!("embedded store task failed: {e}")))?
     }
 
-    /// Runs a read: in place when `small`, else on the blocking pool (see
-    /// [`MAX_READ_IN_PLACE`]).
-    async fn read<T, F>(&self, small: bool, f: F) -> Result<T, StoreError>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Database) -> Result<T, StoreError> + Send + 'static,
-    {
-        if small {
-            f(&self.db)
-        } else {
-            self.blocking(f).await
-        }
-    }
-
     /// One BatchGetItem, its items in form `T`.
     async fn batch_get_as<T: Form + Send + 'static>(
         &self,
@@ -173,10 +163,9 @@ impl EmbeddedStore {
         for key in keys {
             validate_key(key)?;
         }
-        reject_duplicates(keys.iter().cloned(), "BatchGetItem")?;
-        let keys = keys.to_vec();
-        // At most 100 keys: a read of a page's size (see `read`).
-        self.read(true, move |db| batch_get_sync(db, &keys)).await
+        reject_duplicates(keys.iter(), "BatchGetItem")?;
+        // At most 100 keys: a read of a page's size, run in place (see `MAX_READ_IN_PLACE`).
+        batch_get_sync(&self.db, keys)
     }
 
     /// One Query, its items in form `T`.
@@ -191,12 +180,22 @@ impl EmbeddedStore {
             ));
         }
         let plan = QueryPlan::new(query)?;
-        let filter = query.filter.clone();
-        // A page of rows, unfiltered (so the limit bounds the rows read), is read in place.
-        let small = filter.is_none() && query.limit.is_some_and(|l| l <= MAX_READ_IN_PLACE);
-        let mut out = self
-            .read(small, move |db| query_sync(db, &plan, filter.as_ref()))
-            .await?;
+        // Read in place while the read is short; a read that turns out longer is given up
+        // before its next row and run again on the blocking pool (see `MAX_READ_IN_PLACE`).
+        // A page of `Limit` ≤ the cap, unfiltered or not, is always short.
+        let in_place = query_sync(&self.db, &plan, query.filter.as_ref(), MAX_READ_IN_PLACE)?;
+        let mut out = match in_place {
+            Some(out) => out,
+            None => {
+                let filter = query.filter.clone();
+                self.blocking(move |db| {
+                    query_sync(db, &plan, filter.as_ref(), usize::MAX)?.ok_or_else(|| {
+                        StoreError::Unavailable("an uncapped read stopped at its cap".into())
+                    })
+                })
+                .await?
+            }
+        };
         if query.consistent {
             // Strongly consistent reads cost twice the eventually consistent price.
             out.consumed.read_units *= 2.0;
@@ -233,12 +232,7 @@ impl Store for EmbeddedStore {
     async fn get(&self, key: &Key) -> Result<GetOutput, StoreError> {
         self.check_ready()?;
         validate_key(key)?;
-        let key = key.clone();
-        let out = self
-            .read(true, move |db| {
-                batch_get_sync(db, std::slice::from_ref(&key))
-            })
-            .await?;
+        let out = batch_get_sync::<Item>(&self.db, std::slice::from_ref(key))?;
         Ok(GetOutput {
             item: out.items.into_iter().next(),
             consumed: out.consumed,

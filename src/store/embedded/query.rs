@@ -277,10 +277,23 @@ impl Form for RawItem {
     }
 }
 
+/// What reading one more row did to a page.
+#[derive(PartialEq)]
+enum Step {
+    /// The page takes more rows.
+    More,
+    /// The page is over (by `Limit` or size).
+    Full,
+    /// The row was not read: the page would read more rows than its cap.
+    OverCap,
+}
+
 /// Collects one Query page: counts what was read, applies the filter, and decides when the
 /// page is over.
 struct Page<'a, T> {
     limit: Option<usize>,
+    /// The most rows this read may take before it gives up (see [`query_sync`]).
+    cap: usize,
     filter: Option<&'a Filter>,
     items: Vec<T>,
     scanned: usize,
@@ -289,9 +302,10 @@ struct Page<'a, T> {
 }
 
 impl<'a, T: Form> Page<'a, T> {
-    fn new(limit: Option<usize>, filter: Option<&'a Filter>) -> Self {
+    fn new(limit: Option<usize>, cap: usize, filter: Option<&'a Filter>) -> Self {
         Page {
             limit,
+            cap,
             filter,
             items: Vec::with_capacity(limit.unwrap_or(0).min(128)),
             scanned: 0,
@@ -300,7 +314,7 @@ impl<'a, T: Form> Page<'a, T> {
         }
     }
 
-    /// Takes one stored row read at `position`; returns `true` when the page is full.
+    /// Takes one stored row read at `position`, unless the page has read its cap of rows.
     /// DynamoDB ends a page when `Limit` items have been read or when 1 MB has been read, and
     /// in both cases returns the last item read as `LastEvaluatedKey` without looking
     /// further, even if no item follows.
@@ -309,7 +323,10 @@ impl<'a, T: Form> Page<'a, T> {
         bytes: &[u8],
         index_key: impl FnOnce() -> Option<(String, String)>,
         position: impl FnOnce() -> StartKey,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<Step, StoreError> {
+        if self.scanned >= self.cap {
+            return Ok(Step::OverCap);
+        }
         let (size, item) = T::read(bytes, self.filter, index_key)?;
         self.scanned += 1;
         self.bytes += size;
@@ -317,8 +334,9 @@ impl<'a, T: Form> Page<'a, T> {
         let full = self.limit.is_some_and(|l| self.scanned >= l) || self.bytes >= PAGE_BYTES;
         if full {
             self.last_evaluated = Some(position());
+            return Ok(Step::Full);
         }
-        Ok(full)
+        Ok(Step::More)
     }
 
     fn finish(self) -> QueryOutput<T> {
@@ -373,16 +391,20 @@ pub(super) fn scan_sync(
     Ok(out)
 }
 
+/// One Query page, read in one redb read transaction. A read that would take more than `cap`
+/// rows stops before the next one and returns `None`, having answered nothing: the caller
+/// runs it again where a long read may run (see `EmbeddedStore::query_as`).
 pub(super) fn query_sync<T: Form>(
     db: &Database,
     plan: &QueryPlan,
     filter: Option<&Filter>,
-) -> Result<QueryOutput<T>, StoreError> {
-    let mut page = Page::new(plan.limit, filter);
+    cap: usize,
+) -> Result<Option<QueryOutput<T>>, StoreError> {
+    let mut page = Page::new(plan.limit, cap, filter);
     // A start key at or past the end of the condition's range leaves nothing to read; redb's
     // range needs lo <= hi, so this is checked rather than handed down.
     if plan.lo >= plan.hi {
-        return Ok(page.finish());
+        return Ok(Some(page.finish()));
     }
     let txn = db.begin_read().map_err(unavailable)?;
     match plan.index {
@@ -406,8 +428,10 @@ pub(super) fn query_sync<T: Form>(
                         gsi1sk: None,
                     }
                 };
-                if page.read(value.value(), || None, position)? {
-                    break;
+                match page.read(value.value(), || None, position)? {
+                    Step::More => {}
+                    Step::Full => break,
+                    Step::OverCap => return Ok(None),
                 }
             }
         }
@@ -434,20 +458,22 @@ pub(super) fn query_sync<T: Form>(
                     gsi1sk: Some(gsi1sk.to_owned()),
                 };
                 let index_key = || Some((pk.to_owned(), gsi1sk.to_owned()));
-                if page.read(value.value(), index_key, position)? {
-                    break;
+                match page.read(value.value(), index_key, position)? {
+                    Step::More => {}
+                    Step::Full => break,
+                    Step::OverCap => return Ok(None),
                 }
             }
         }
     }
-    Ok(page.finish())
+    Ok(Some(page.finish()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::store::embedded::tests::{item, s, sks, store, table_start, with};
-    use crate::store::Store;
+    use crate::store::{AttrPath, Store};
 
     #[tokio::test]
     async fn a_page_ends_after_one_megabyte_read() {
@@ -495,6 +521,66 @@ mod tests {
             .unwrap();
         assert_eq!(sks(&second.items), vec!["k5"]);
         assert_eq!(second.last_evaluated, None);
+    }
+
+    /// A read in place gives up before the row past its cap, answering nothing; the store
+    /// then runs it whole on the blocking pool, so a Query longer than the cap reads exactly
+    /// as a short one would (filtered or not, either index).
+    #[tokio::test]
+    async fn a_read_longer_than_its_cap_is_run_again_uncapped() {
+        let (_dir, store) = store().await;
+        let n = crate::store::embedded::MAX_READ_IN_PLACE + 5;
+        let rows: Vec<Item> = (0..n)
+            .map(|i| {
+                let sk = format!("k{i:04}");
+                let row = item("P", &sk, Some(&sk));
+                if i % 2 == 1 {
+                    with(row, "Odd", s("yes"))
+                } else {
+                    row
+                }
+            })
+            .collect();
+        store.put_many(rows.clone()).await.unwrap();
+        let plan = QueryPlan::new(&Query::partition(Index::Table, "P")).unwrap();
+        assert!(query_sync::<Item>(&store.db, &plan, None, 3)
+            .unwrap()
+            .is_none());
+        let capped = query_sync::<Item>(&store.db, &plan, None, n)
+            .unwrap()
+            .unwrap();
+        assert_eq!(capped.items, rows);
+
+        let all = store
+            .query(&Query::partition(Index::Table, "P"))
+            .await
+            .unwrap();
+        assert_eq!((all.items, all.scanned), (rows.clone(), n));
+        assert_eq!(all.last_evaluated, None);
+        // The index partition `G`: one row in each of `n` table partitions.
+        let indexed: Vec<Item> = (0..n)
+            .map(|i| item(&format!("p{i:04}"), "G", Some(&format!("k{i:04}"))))
+            .collect();
+        store.put_many(indexed.clone()).await.unwrap();
+        let by_index = store
+            .query_raw(&Query::partition(Index::Gsi1, "G"))
+            .await
+            .unwrap();
+        let read: Vec<Item> = by_index
+            .items
+            .into_iter()
+            .map(|r| r.item().unwrap())
+            .collect();
+        assert_eq!(read, indexed);
+        let odd = store
+            .query(&Query {
+                filter: Some(Filter::AttributeExists(AttrPath::new(["Odd"]))),
+                ..Query::partition(Index::Table, "P")
+            })
+            .await
+            .unwrap();
+        assert_eq!(odd.scanned, n);
+        assert_eq!(odd.items.len(), n / 2);
     }
 
     #[test]

@@ -1,8 +1,6 @@
 //! Validation for the embedded store: everything DynamoDB rejects with a ValidationException is
 //! rejected here before any transaction starts, so an invalid request never half-applies.
 
-use std::collections::HashSet;
-
 use super::table::encode_row;
 use crate::store::capacity::item_size;
 use crate::store::limits::{
@@ -89,19 +87,21 @@ pub(super) fn validate_key(key: &Key) -> Result<(), StoreError> {
     check_key_value(SK, &key.sk, MAX_SORT_KEY_BYTES)
 }
 
-pub(super) fn reject_duplicates(
-    keys: impl Iterator<Item = Key>,
+/// Refuses a call that names one item twice, as DynamoDB does. The keys are compared sorted
+/// (at most 100 of them), which needs neither copies of the keys nor hashing.
+pub(super) fn reject_duplicates<K: std::borrow::Borrow<Key>>(
+    keys: impl Iterator<Item = K>,
     call: &str,
 ) -> Result<(), StoreError> {
-    let mut seen = HashSet::new();
-    for key in keys {
-        if !seen.insert(key.clone()) {
-            return Err(StoreError::Invalid(format!(
-                "{call} names item {key} more than once"
-            )));
-        }
+    let mut keys: Vec<K> = keys.collect();
+    keys.sort_unstable_by(|a, b| a.borrow().cmp(b.borrow()));
+    match keys.windows(2).find(|w| w[0].borrow() == w[1].borrow()) {
+        Some(pair) => Err(StoreError::Invalid(format!(
+            "{call} names item {} more than once",
+            pair[0].borrow()
+        ))),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// A transaction operation after validation.
