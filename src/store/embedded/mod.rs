@@ -1,16 +1,17 @@
 //! The embedded store: [`Store`] over one local redb file, with DynamoDB's semantics.
 //!
-//! The file `<dir>/<table>.redb` holds two redb tables. `items` maps the table key
+//! The file `<dir>/<table>.redb` holds two redb tables. `items.v2` maps the table key
 //! `(PK, SK)` to the item's row: its size as DynamoDB counts it, then the item as DynamoDB
-//! JSON (`serde_json` of [`Item`]; see `table::encode_row`). `GSI1` is the inverted index: it
-//! maps `(SK, GSI1SK, PK)` to a copy of the row (projection ALL), and every write updates it in the same
-//! redb write transaction as the item itself, so the index can never be observed out of step
-//! with the table (DynamoDB's GSIs are only eventually consistent; being stricter here is safe
-//! because no caller may rely on index lag).
+//! JSON (`serde_json` of [`Item`]; see `table::encode_row`). `GSI1.v2` is the inverted index:
+//! it maps `(SK, GSI1SK, PK)` to a copy of the row (projection ALL), and every write updates it
+//! in the same redb write transaction as the item itself, so the index can never be observed
+//! out of step with the table (DynamoDB's GSIs are only eventually consistent; being stricter
+//! here is safe because no caller may rely on index lag).
 //!
-//! redb orders tuple keys element by element and `&str` elements by their bytes, which is
-//! exactly DynamoDB's UTF-8 byte order for string keys, so a Query is one redb range scan with
-//! tight bounds: it costs the page it reads, not the partition it reads from.
+//! Key strings are stored as their UTF-8 bytes. redb orders tuple keys element by element and
+//! byte-string elements by their bytes, which is exactly DynamoDB's UTF-8 byte order for string
+//! keys, so a Query is one redb range scan with tight bounds: it costs the page it reads, not
+//! the partition it reads from.
 //!
 //! Everything a conformance suite can observe is meant to match DynamoDB: `Limit` counts items
 //! read before the filter, a page also ends once 1 MB has been read, `LastEvaluatedKey` is
@@ -37,7 +38,7 @@ use async_trait::async_trait;
 use redb::{Database, ReadableDatabase};
 
 use self::query::{batch_get_sync, query_sync, scan_sync, Form, QueryPlan};
-use self::table::{create_tables, tables_exist, unavailable, upgrade_index};
+use self::table::{create_tables, tables_exist, unavailable, upgrade};
 use self::validate::{reject_duplicates, validate_key, validate_transaction, ItemRow};
 use self::write::{transact_sync, write_puts};
 use super::capacity::item_size;
@@ -88,8 +89,8 @@ impl EmbeddedStore {
     ///
     /// This blocks on file I/O; call it at startup, not on a request path. The tables inside
     /// are created by [`Store::ensure_table`], as with DynamoDB; a file written by an earlier
-    /// run is usable at once (one written before `GSI1` held its items is upgraded first, in
-    /// one transaction).
+    /// run is usable at once (one written by an earlier version, with string keys or an index
+    /// of keys only, is upgraded first, in one transaction).
     pub fn open(dir: &Path, table: &str) -> Result<Self, StoreError> {
         std::fs::create_dir_all(dir).map_err(|e| {
             StoreError::Unavailable(format!("cannot create {}: {e}", dir.display()))
@@ -97,8 +98,8 @@ impl EmbeddedStore {
         let path = dir.join(format!("{table}.redb"));
         let db = Database::create(&path)
             .map_err(|e| StoreError::Unavailable(format!("cannot open {}: {e}", path.display())))?;
-        if upgrade_index(&db)? {
-            tracing::info!(path = %path.display(), "upgraded GSI1 to hold its items");
+        if upgrade(&db)? {
+            tracing::info!(path = %path.display(), "upgraded the file to the current tables");
         }
         let ready = tables_exist(&db)?;
         Ok(EmbeddedStore {

@@ -3,7 +3,9 @@
 
 use redb::{Database, ReadableDatabase};
 
-use super::table::{decode, row_text, unavailable, GSI1_INDEX, ITEMS};
+use super::table::{
+    decode, index_key, key_str, row_text, table_key, unavailable, GSI1_INDEX, ITEMS,
+};
 use super::validate::{check_key_value, validate_key};
 use crate::store::capacity::item_size;
 use crate::store::limits::{MAX_PARTITION_KEY_BYTES, MAX_SORT_KEY_BYTES, PAGE_BYTES};
@@ -35,7 +37,7 @@ pub(super) fn batch_get_sync<T: Form>(
     let mut sizes = Vec::with_capacity(keys.len());
     for key in keys {
         if let Some(guard) = table
-            .get((key.pk.as_str(), key.sk.as_str()))
+            .get(table_key(&key.pk, &key.sk))
             .map_err(unavailable)?
         {
             let (size, item) = T::read(guard.value(), None, || None)?;
@@ -359,8 +361,8 @@ pub(super) fn scan_sync(
     let txn = db.begin_read().map_err(unavailable)?;
     let table = txn.open_table(ITEMS).map_err(unavailable)?;
     let range = match start {
-        Some(key) => table.range((key.pk.as_str(), key.sk.as_str())..),
-        None => table.range::<(&str, &str)>(..),
+        Some(key) => table.range(table_key(&key.pk, &key.sk)..),
+        None => table.range::<(&[u8], &[u8])>(..),
     }
     .map_err(unavailable)?;
     let limit = limit.map_or(usize::MAX, |l| l as usize);
@@ -370,6 +372,7 @@ pub(super) fn scan_sync(
     for entry in range {
         let (key, value) = entry.map_err(unavailable)?;
         let (pk, sk) = key.value();
+        let (pk, sk) = (key_str(pk)?, key_str(sk)?);
         if start.is_some_and(|s| s.pk == pk && s.sk == sk) {
             continue;
         }
@@ -412,7 +415,7 @@ pub(super) fn query_sync<T: Form>(
             let items = txn.open_table(ITEMS).map_err(unavailable)?;
             let (lo, hi) = (&plan.lo, &plan.hi);
             let range = items
-                .range((lo[0].as_str(), lo[1].as_str())..(hi[0].as_str(), hi[1].as_str()))
+                .range(table_key(&lo[0], &lo[1])..table_key(&hi[0], &hi[1]))
                 .map_err(unavailable)?;
             let entries: Box<dyn Iterator<Item = _>> = if plan.forward {
                 Box::new(range)
@@ -421,12 +424,11 @@ pub(super) fn query_sync<T: Form>(
             };
             for entry in entries {
                 let (key, value) = entry.map_err(unavailable)?;
-                let position = || {
-                    let (pk, sk) = key.value();
-                    StartKey {
-                        key: Key::new(pk, sk),
-                        gsi1sk: None,
-                    }
+                let (pk, sk) = key.value();
+                let (pk, sk) = (key_str(pk)?, key_str(sk)?);
+                let position = || StartKey {
+                    key: Key::new(pk, sk),
+                    gsi1sk: None,
                 };
                 match page.read(value.value(), || None, position)? {
                     Step::More => {}
@@ -439,10 +441,7 @@ pub(super) fn query_sync<T: Form>(
             let index = txn.open_table(GSI1_INDEX).map_err(unavailable)?;
             let (lo, hi) = (&plan.lo, &plan.hi);
             let range = index
-                .range(
-                    (lo[0].as_str(), lo[1].as_str(), lo[2].as_str())
-                        ..(hi[0].as_str(), hi[1].as_str(), hi[2].as_str()),
-                )
+                .range(index_key(&lo[0], &lo[1], &lo[2])..index_key(&hi[0], &hi[1], &hi[2]))
                 .map_err(unavailable)?;
             let entries: Box<dyn Iterator<Item = _>> = if plan.forward {
                 Box::new(range)
@@ -452,6 +451,7 @@ pub(super) fn query_sync<T: Form>(
             for entry in entries {
                 let (key, value) = entry.map_err(unavailable)?;
                 let (sk, gsi1sk, pk) = key.value();
+                let (sk, gsi1sk, pk) = (key_str(sk)?, key_str(gsi1sk)?, key_str(pk)?);
                 // Projection ALL: the entry holds the item, written with it in one transaction.
                 let position = || StartKey {
                     key: Key::new(pk, sk),

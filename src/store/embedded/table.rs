@@ -1,22 +1,66 @@
-//! The redb side of the embedded store: the two table definitions, creating them, detecting
-//! them and upgrading a file's older index, decoding stored items, and mapping redb failures
-//! to store errors.
+//! The redb side of the embedded store: the two table definitions and their keys, creating
+//! them, detecting them and upgrading a file of an earlier version, encoding and decoding
+//! stored rows, and mapping redb failures to store errors.
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableError};
 
-use crate::store::table::GSI1;
+use crate::store::capacity::item_size;
+use crate::store::table::GSI1SK;
 use crate::store::{ddbjson, AttributeValue, Item, StoreError};
 
-/// The table: `(PK, SK)` to the item as DynamoDB JSON.
-pub(super) const ITEMS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("items");
-/// The inverted index: `(SK, GSI1SK, PK)` to a copy of the item, as DynamoDB keeps `GSI1`
-/// (projection ALL): a page of the index is read in one pass over the index, with no lookup of
-/// each item in the table. Items without `GSI1SK` have no entry.
-pub(super) const GSI1_INDEX: TableDefinition<(&str, &str, &str), &[u8]> =
-    TableDefinition::new("GSI1.items");
-/// The index as files kept it before it held the items: keys only. [`upgrade_index`] replaces
-/// it.
-const GSI1_KEYS_ONLY: TableDefinition<(&str, &str, &str), ()> = TableDefinition::new(GSI1);
+/// A key of [`ITEMS`]: `(PK, SK)`, each string's UTF-8 bytes.
+type TableKey = (&'static [u8], &'static [u8]);
+/// A key of [`GSI1_INDEX`]: `(SK, GSI1SK, PK)`, each string's UTF-8 bytes.
+type IndexKey = (&'static [u8], &'static [u8], &'static [u8]);
+
+/// The table: `(PK, SK)` to the item's row (see [`encode_row`]).
+///
+/// Keys are byte strings, not `&str`: redb orders both by their bytes, which is DynamoDB's
+/// order, but it checks a `&str` key as UTF-8 at every comparison, about forty times per point
+/// read, which cost a grid page sorted by a custom field about a tenth of its instructions. The
+/// keys written are the `String`s of validated requests; keys read back are checked once, when
+/// a row is returned (see [`key_str`]).
+pub(super) const ITEMS: TableDefinition<TableKey, &[u8]> = TableDefinition::new("items.v2");
+/// The inverted index: `(SK, GSI1SK, PK)` to a copy of the item's row, as DynamoDB keeps
+/// `GSI1` (projection ALL): a page of the index is read in one pass over the index, with no
+/// lookup of each item in the table. Items without `GSI1SK` have no entry.
+pub(super) const GSI1_INDEX: TableDefinition<IndexKey, &[u8]> = TableDefinition::new("GSI1.v2");
+
+/// A write transaction's open [`ITEMS`].
+pub(super) type ItemsTable<'txn> = redb::Table<'txn, TableKey, &'static [u8]>;
+/// A write transaction's open [`GSI1_INDEX`].
+pub(super) type IndexTable<'txn> = redb::Table<'txn, IndexKey, &'static [u8]>;
+
+/// The key of an item in [`ITEMS`].
+pub(super) fn table_key<'a>(pk: &'a str, sk: &'a str) -> (&'a [u8], &'a [u8]) {
+    (pk.as_bytes(), sk.as_bytes())
+}
+
+/// The key of an item's entry in [`GSI1_INDEX`].
+pub(super) fn index_key<'a>(
+    sk: &'a str,
+    gsi1sk: &'a str,
+    pk: &'a str,
+) -> (&'a [u8], &'a [u8], &'a [u8]) {
+    (sk.as_bytes(), gsi1sk.as_bytes(), pk.as_bytes())
+}
+
+/// A stored key string, checked as UTF-8 once as it leaves the store.
+pub(super) fn key_str(bytes: &[u8]) -> Result<&str, StoreError> {
+    simdutf8::basic::from_utf8(bytes).map_err(|_| corrupt(&"a key that is not UTF-8"))
+}
+
+/// The tables as earlier versions kept them, which [`upgrade`] replaces: string keys; the
+/// index first as keys only, then holding the rows.
+mod legacy {
+    use redb::TableDefinition;
+
+    pub(super) const ITEMS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("items");
+    pub(super) const GSI1_ROWS: TableDefinition<(&str, &str, &str), &[u8]> =
+        TableDefinition::new("GSI1.items");
+    pub(super) const GSI1_KEYS_ONLY: TableDefinition<(&str, &str, &str), ()> =
+        TableDefinition::new(crate::store::table::GSI1);
+}
 
 /// Maps any redb failure to `Unavailable`: from the caller's point of view the store failed to
 /// answer, just as a DynamoDB network or service error would.
@@ -39,34 +83,43 @@ fn table_present(opened: Result<(), TableError>) -> Result<bool, StoreError> {
     }
 }
 
-/// Replaces a keys-only index (written by earlier versions) with the projected one, built from
-/// the table in one write transaction: a file is either upgraded whole or left as it was.
-/// Returns whether there was anything to upgrade.
-pub(super) fn upgrade_index(db: &Database) -> Result<bool, StoreError> {
+/// Replaces the tables of a file written by an earlier version (see [`legacy`]) with the
+/// current ones, in one write transaction, so a file is either upgraded whole or left as it
+/// was: every row is rewritten in the current form (carrying its size) under a byte key, and
+/// the index is rebuilt from the items. Returns whether there was anything to upgrade.
+pub(super) fn upgrade(db: &Database) -> Result<bool, StoreError> {
     {
         let txn = db.begin_read().map_err(unavailable)?;
-        let old = table_present(txn.open_table(GSI1_KEYS_ONLY).map(drop))?;
-        let new = table_present(txn.open_table(GSI1_INDEX).map(drop))?;
+        let old = table_present(txn.open_table(legacy::ITEMS).map(drop))?;
+        let new = table_present(txn.open_table(ITEMS).map(drop))?;
         if !old || new {
             return Ok(false);
         }
     }
     let txn = db.begin_write().map_err(unavailable)?;
     {
-        let items = txn.open_table(ITEMS).map_err(unavailable)?;
+        let old = txn.open_table(legacy::ITEMS).map_err(unavailable)?;
+        let mut items = txn.open_table(ITEMS).map_err(unavailable)?;
         let mut index = txn.open_table(GSI1_INDEX).map_err(unavailable)?;
-        for entry in items.iter().map_err(unavailable)? {
+        for entry in old.iter().map_err(unavailable)? {
             let (key, value) = entry.map_err(unavailable)?;
             let (pk, sk) = key.value();
             let item = decode(value.value())?;
-            if let Some(gsi1sk) = string_attr(&item, crate::store::table::GSI1SK) {
+            let row = encode_row(&item, item_size(&item)).map_err(|e| corrupt(&e))?;
+            items
+                .insert(table_key(pk, sk), row.as_slice())
+                .map_err(unavailable)?;
+            if let Some(gsi1sk) = string_attr(&item, GSI1SK) {
                 index
-                    .insert((sk, gsi1sk, pk), value.value())
+                    .insert(index_key(sk, gsi1sk, pk), row.as_slice())
                     .map_err(unavailable)?;
             }
         }
     }
-    txn.delete_table(GSI1_KEYS_ONLY).map_err(unavailable)?;
+    txn.delete_table(legacy::ITEMS).map_err(unavailable)?;
+    txn.delete_table(legacy::GSI1_ROWS).map_err(unavailable)?;
+    txn.delete_table(legacy::GSI1_KEYS_ONLY)
+        .map_err(unavailable)?;
     txn.commit().map_err(unavailable)?;
     Ok(true)
 }
@@ -149,83 +202,124 @@ mod tests {
     use crate::store::embedded::EmbeddedStore;
     use crate::store::{Index, Key, Query, Store, WriteOp};
 
-    /// A file written before `GSI1` held its items opens upgraded: the index reads the same
-    /// items (only those with `GSI1SK`), the keys-only table is gone, and writes keep the new
-    /// index in step.
-    #[tokio::test]
-    async fn a_keys_only_index_is_upgraded_when_the_file_opens() {
-        let dir = tempfile::tempdir().unwrap();
-        let rows = [
-            with(
-                item("a", "p", Some("2")),
-                "Name",
-                AttributeValue::S("two".into()),
-            ),
-            item("b", "p", Some("1")),
-            item("c", "p", None),
-        ];
+    /// The two layouts of earlier versions: the index as keys only, or holding the rows.
+    #[derive(Clone, Copy, Debug)]
+    enum Legacy {
+        KeysOnlyIndex,
+        RowIndex,
+    }
+
+    /// Writes `rows` as a file of an earlier version would hold them: string keys and rows
+    /// of JSON alone, without their size.
+    fn write_legacy(path: &std::path::Path, layout: Legacy, rows: &[Item]) {
+        let db = Database::create(path).unwrap();
+        let txn = db.begin_write().unwrap();
         {
-            let db = Database::create(dir.path().join("gridgate.redb")).unwrap();
-            let txn = db.begin_write().unwrap();
-            {
-                let mut items = txn.open_table(ITEMS).unwrap();
-                let mut index = txn.open_table(GSI1_KEYS_ONLY).unwrap();
-                for row in &rows {
-                    let pk = string_attr(row, "PK").unwrap();
-                    let sk = string_attr(row, "SK").unwrap();
-                    let bytes = serde_json::to_vec(row).unwrap();
-                    items.insert((pk, sk), bytes.as_slice()).unwrap();
-                    if let Some(g) = string_attr(row, "GSI1SK") {
-                        index.insert((sk, g, pk), ()).unwrap();
+            let mut items = txn.open_table(legacy::ITEMS).unwrap();
+            let mut keys_only = txn.open_table(legacy::GSI1_KEYS_ONLY).unwrap();
+            let mut with_rows = txn.open_table(legacy::GSI1_ROWS).unwrap();
+            for row in rows {
+                let pk = string_attr(row, "PK").unwrap();
+                let sk = string_attr(row, "SK").unwrap();
+                let bytes = serde_json::to_vec(row).unwrap();
+                items.insert((pk, sk), bytes.as_slice()).unwrap();
+                if let Some(g) = string_attr(row, "GSI1SK") {
+                    match layout {
+                        Legacy::KeysOnlyIndex => drop(keys_only.insert((sk, g, pk), ()).unwrap()),
+                        Legacy::RowIndex => {
+                            drop(with_rows.insert((sk, g, pk), bytes.as_slice()).unwrap())
+                        }
                     }
                 }
             }
-            txn.commit().unwrap();
         }
+        match layout {
+            Legacy::KeysOnlyIndex => txn.delete_table(legacy::GSI1_ROWS).unwrap(),
+            Legacy::RowIndex => txn.delete_table(legacy::GSI1_KEYS_ONLY).unwrap(),
+        };
+        txn.commit().unwrap();
+    }
 
-        let store = EmbeddedStore::open(dir.path(), "gridgate").unwrap();
-        let page = store
-            .query(&Query::partition(Index::Gsi1, "p"))
-            .await
-            .unwrap();
-        assert_eq!(page.items, vec![rows[1].clone(), rows[0].clone()]);
-        // Rows written before rows carried their size read the same as text, priced alike
-        // (their size counted from the decoded item).
-        let raw = store
-            .query_raw(&Query::partition(Index::Gsi1, "p"))
-            .await
-            .unwrap();
-        assert_eq!(raw.consumed, page.consumed);
-        let read: Vec<Item> = raw.items.into_iter().map(|r| r.item().unwrap()).collect();
-        assert_eq!(read, page.items);
-        {
-            let txn = store.db.begin_read().unwrap();
-            assert!(matches!(
-                txn.open_table(GSI1_KEYS_ONLY).map(drop),
-                Err(TableError::TableDoesNotExist(_))
-            ));
+    /// A file of either earlier layout opens upgraded: the table and the index read the same
+    /// items (the index only those with `GSI1SK`), every row now carries its size (a read of
+    /// the rows as text costs what a read of the items does), the old tables are gone, and
+    /// writes keep the new index in step.
+    #[tokio::test]
+    async fn files_of_earlier_versions_are_upgraded_when_they_open() {
+        for layout in [Legacy::KeysOnlyIndex, Legacy::RowIndex] {
+            let dir = tempfile::tempdir().unwrap();
+            let rows = [
+                with(
+                    item("a", "p", Some("2")),
+                    "Name",
+                    AttributeValue::S("two".into()),
+                ),
+                item("b", "p", Some("1")),
+                item("c", "p", None),
+            ];
+            write_legacy(&dir.path().join("gridgate.redb"), layout, &rows);
+
+            let store = EmbeddedStore::open(dir.path(), "gridgate").unwrap();
+            assert!(store.ready.load(std::sync::atomic::Ordering::Relaxed));
+            let page = store
+                .query(&Query::partition(Index::Gsi1, "p"))
+                .await
+                .unwrap();
+            assert_eq!(
+                page.items,
+                vec![rows[1].clone(), rows[0].clone()],
+                "{layout:?}"
+            );
+            let raw = store
+                .query_raw(&Query::partition(Index::Gsi1, "p"))
+                .await
+                .unwrap();
+            assert_eq!(raw.consumed, page.consumed);
+            let read: Vec<Item> = raw.items.into_iter().map(|r| r.item().unwrap()).collect();
+            assert_eq!(read, page.items);
+            let table = store
+                .query(&Query::partition(Index::Table, "c"))
+                .await
+                .unwrap();
+            assert_eq!(table.items, vec![rows[2].clone()]);
+            {
+                let txn = store.db.begin_read().unwrap();
+                let items = txn.open_table(ITEMS).unwrap();
+                for entry in items.iter().unwrap() {
+                    let (_, value) = entry.unwrap();
+                    let (size, _) = row_text(value.value()).unwrap();
+                    assert_eq!(size, Some(item_size(&decode(value.value()).unwrap())));
+                }
+                for gone in [
+                    txn.open_table(legacy::ITEMS).map(drop),
+                    txn.open_table(legacy::GSI1_ROWS).map(drop),
+                    txn.open_table(legacy::GSI1_KEYS_ONLY).map(drop),
+                ] {
+                    assert!(matches!(gone, Err(TableError::TableDoesNotExist(_))));
+                }
+            }
+            assert!(!upgrade(&store.db).unwrap());
+
+            store
+                .transact_write(vec![
+                    WriteOp::Delete {
+                        key: Key::new("a", "p"),
+                        condition: None,
+                    },
+                    WriteOp::Put {
+                        item: item("d", "p", Some("0")),
+                        condition: None,
+                    },
+                ])
+                .await
+                .unwrap();
+            let page = store
+                .query(&Query::partition(Index::Gsi1, "p"))
+                .await
+                .unwrap();
+            assert_eq!(sks(&page.items), ["p", "p"]);
+            assert_eq!(page.items, vec![item("d", "p", Some("0")), rows[1].clone()]);
         }
-        assert!(!upgrade_index(&store.db).unwrap());
-
-        store
-            .transact_write(vec![
-                WriteOp::Delete {
-                    key: Key::new("a", "p"),
-                    condition: None,
-                },
-                WriteOp::Put {
-                    item: item("d", "p", Some("0")),
-                    condition: None,
-                },
-            ])
-            .await
-            .unwrap();
-        let page = store
-            .query(&Query::partition(Index::Gsi1, "p"))
-            .await
-            .unwrap();
-        assert_eq!(sks(&page.items), ["p", "p"]);
-        assert_eq!(page.items, vec![item("d", "p", Some("0")), rows[1].clone()]);
     }
 
     #[test]

@@ -4,7 +4,10 @@
 use redb::{Database, ReadableTable};
 
 use super::equality::values_equal;
-use super::table::{decode, string_attr, unavailable, GSI1_INDEX, ITEMS};
+use super::table::{
+    decode, index_key, string_attr, table_key, unavailable, IndexTable, ItemsTable, GSI1_INDEX,
+    ITEMS,
+};
 use super::validate::{ItemRow, TxOp};
 use crate::store::capacity::item_size;
 use crate::store::table::{GSI1SK, PK, SK};
@@ -16,13 +19,13 @@ use crate::store::{
 /// is removed before the new one (if any, holding a copy of the row) is added, inside the
 /// caller's transaction.
 fn put_row(
-    items: &mut redb::Table<(&str, &str), &[u8]>,
-    index: &mut redb::Table<(&str, &str, &str), &[u8]>,
+    items: &mut ItemsTable<'_>,
+    index: &mut IndexTable<'_>,
     row: &ItemRow,
 ) -> Result<(), StoreError> {
     let old_gsi1sk = {
         let old = items
-            .insert((row.pk.as_str(), row.sk.as_str()), row.bytes.as_slice())
+            .insert(table_key(&row.pk, &row.sk), row.bytes.as_slice())
             .map_err(unavailable)?;
         match old {
             Some(guard) => string_attr(&decode(guard.value())?, GSI1SK).map(str::to_owned),
@@ -31,15 +34,12 @@ fn put_row(
     };
     if let Some(g) = old_gsi1sk {
         index
-            .remove((row.sk.as_str(), g.as_str(), row.pk.as_str()))
+            .remove(index_key(&row.sk, &g, &row.pk))
             .map_err(unavailable)?;
     }
     if let Some(g) = &row.gsi1sk {
         index
-            .insert(
-                (row.sk.as_str(), g.as_str(), row.pk.as_str()),
-                row.bytes.as_slice(),
-            )
+            .insert(index_key(&row.sk, g, &row.pk), row.bytes.as_slice())
             .map_err(unavailable)?;
     }
     Ok(())
@@ -47,13 +47,13 @@ fn put_row(
 
 /// Deletes one item and its index entry; deleting a missing item is a no-op, as in DynamoDB.
 fn delete_key(
-    items: &mut redb::Table<(&str, &str), &[u8]>,
-    index: &mut redb::Table<(&str, &str, &str), &[u8]>,
+    items: &mut ItemsTable<'_>,
+    index: &mut IndexTable<'_>,
     key: &Key,
 ) -> Result<(), StoreError> {
     let old_gsi1sk = {
         let old = items
-            .remove((key.pk.as_str(), key.sk.as_str()))
+            .remove(table_key(&key.pk, &key.sk))
             .map_err(unavailable)?;
         match old {
             Some(guard) => string_attr(&decode(guard.value())?, GSI1SK).map(str::to_owned),
@@ -62,7 +62,7 @@ fn delete_key(
     };
     if let Some(g) = old_gsi1sk {
         index
-            .remove((key.sk.as_str(), g.as_str(), key.pk.as_str()))
+            .remove(index_key(&key.sk, &g, &key.pk))
             .map_err(unavailable)?;
     }
     Ok(())
@@ -124,12 +124,9 @@ fn apply_update(
     Ok(item)
 }
 
-fn read_item(
-    items: &redb::Table<(&str, &str), &[u8]>,
-    key: &Key,
-) -> Result<Option<Item>, StoreError> {
+fn read_item(items: &ItemsTable<'_>, key: &Key) -> Result<Option<Item>, StoreError> {
     items
-        .get((key.pk.as_str(), key.sk.as_str()))
+        .get(table_key(&key.pk, &key.sk))
         .map_err(unavailable)?
         .map(|guard| decode(guard.value()))
         .transpose()
