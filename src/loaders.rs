@@ -98,7 +98,7 @@ pub struct Loaders {
 }
 
 /// The per-request data loader.
-pub type RequestLoader = DataLoader<Loaders, HashMapCache>;
+pub type RequestLoader = DataLoader<Loaders, HashMapCache<foldhash::fast::RandomState>>;
 
 impl Loaders {
     /// A caching data loader for one request, whose batches run in `batches` (which must
@@ -108,7 +108,7 @@ impl Loaders {
         DataLoader::with_cache(
             Loaders { repo },
             move |batch| batches.push(batch),
-            HashMapCache::default(),
+            HashMapCache::<foldhash::fast::RandomState>::new(),
         )
         // No timer: a batch starts once every resolver that was ready has asked for its keys
         // (see `Batches`), so it never waits idle and still collects the whole round.

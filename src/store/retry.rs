@@ -5,6 +5,7 @@
 //! return such raw per-call results; this module turns them into complete answers, so the
 //! retry policy exists once and the embedded store exercises it too.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::time::Duration;
 
@@ -104,25 +105,41 @@ async fn batch_get_all_with<T: BatchForm>(
     backoff: Backoff,
 ) -> Result<Vec<T>, StoreError> {
     // DynamoDB rejects a batch naming one key twice; the first occurrence keeps its place.
-    let mut seen = HashSet::with_capacity(keys.len());
-    let distinct: Vec<Key> = keys
-        .iter()
-        .filter(|key| seen.insert(*key))
-        .cloned()
-        .collect();
+    // Keys are nearly always distinct (a loader's batch is), and then they are sent as they
+    // are, without a copy.
+    let distinct: Cow<'_, [Key]> = if has_duplicates(keys) {
+        let mut seen = HashSet::with_capacity(keys.len());
+        Cow::Owned(
+            keys.iter()
+                .filter(|key| seen.insert(*key))
+                .cloned()
+                .collect(),
+        )
+    } else {
+        Cow::Borrowed(keys)
+    };
     let chunks = distinct
         .chunks(MAX_BATCH_GET)
-        .map(|chunk| get_chunk(store, chunk.to_vec(), backoff));
+        .map(|chunk| get_chunk(store, chunk, backoff));
     let results = futures::future::try_join_all(chunks).await?;
     Ok(results.into_iter().flatten().collect())
 }
 
+/// Whether any key occurs twice, found by sorting references: no copies of the keys and no
+/// hashing.
+fn has_duplicates(keys: &[Key]) -> bool {
+    let mut sorted: Vec<&Key> = keys.iter().collect();
+    sorted.sort_unstable();
+    sorted.windows(2).any(|pair| pair[0] == pair[1])
+}
+
 async fn get_chunk<T: BatchForm>(
     store: &dyn Store,
-    mut pending: Vec<Key>,
+    chunk: &[Key],
     backoff: Backoff,
 ) -> Result<Vec<T>, StoreError> {
-    let mut items = Vec::with_capacity(pending.len());
+    let mut items = Vec::with_capacity(chunk.len());
+    let mut pending = Cow::Borrowed(chunk);
     let mut retry = 0;
     loop {
         // Retries are marked for the metrics (`gridgate_dynamodb_unprocessed_retries_total`).
@@ -141,7 +158,7 @@ async fn get_chunk<T: BatchForm>(
         }
         backoff.sleep(retry).await;
         retry += 1;
-        pending = out.unprocessed;
+        pending = Cow::Owned(out.unprocessed);
     }
 }
 
