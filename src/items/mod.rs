@@ -44,13 +44,19 @@ pub struct ItemError {
 
 impl ItemError {
     fn new(item: &Item, expected: &'static str, reason: impl Into<String>) -> Self {
-        let text = |name: &str| match item.get(name) {
-            Some(AttributeValue::S(s)) => s.clone(),
-            _ => String::new(),
-        };
         ItemError {
-            pk: text("PK"),
-            sk: text("SK"),
+            pk: key_text(item, "PK"),
+            sk: key_text(item, "SK"),
+            expected,
+            reason: reason.into(),
+        }
+    }
+
+    /// An error about a decoded row with key `pk`, `sk`.
+    fn keyed(pk: &str, sk: &str, expected: &'static str, reason: impl Into<String>) -> Self {
+        ItemError {
+            pk: pk.to_owned(),
+            sk: sk.to_owned(),
             expected,
             reason: reason.into(),
         }
@@ -180,7 +186,31 @@ fn to_item<T: Serialize>(value: &T) -> Item {
 }
 
 fn from_item<'a, T: Deserialize<'a>>(item: &Item, expected: &'static str) -> Result<T, ItemError> {
-    serde_dynamo::from_item(item.clone()).map_err(|e| ItemError::new(item, expected, e.to_string()))
+    from_owned_item(item.clone(), expected)
+}
+
+/// [`from_item`] of an item the caller gives up: serde_dynamo takes the item by value, so
+/// this saves a copy of every attribute (the read path decodes each project and field row
+/// this way, once per request). Only the key's text is kept, for the error.
+fn from_owned_item<'a, T: Deserialize<'a>>(
+    item: Item,
+    expected: &'static str,
+) -> Result<T, ItemError> {
+    let (pk, sk) = (key_text(&item, "PK"), key_text(&item, "SK"));
+    serde_dynamo::from_item(item).map_err(|e| ItemError {
+        pk,
+        sk,
+        expected,
+        reason: e.to_string(),
+    })
+}
+
+/// The text of a key attribute for an error, empty when it is not a string.
+fn key_text(item: &Item, name: &str) -> String {
+    match item.get(name) {
+        Some(AttributeValue::S(s)) => s.clone(),
+        _ => String::new(),
+    }
 }
 
 fn check_type(item: &Item, kind: &str, expected: &'static str) -> Result<(), ItemError> {
@@ -246,10 +276,15 @@ pub fn project_item(project: &Project) -> Item {
 }
 
 pub fn decode_project(item: &Item) -> Result<Project, ItemError> {
+    decode_project_owned(item.clone())
+}
+
+/// [`decode_project`] of an item the caller gives up, without copying it.
+pub fn decode_project_owned(item: Item) -> Result<Project, ItemError> {
     const E: &str = "project";
-    check_type(item, types::PROJECT, E)?;
-    let raw: ProjectItem = from_item(item, E)?;
-    let bad = |e: crate::ids::IdError| ItemError::new(item, E, e.to_string());
+    check_type(&item, types::PROJECT, E)?;
+    let raw: ProjectItem = from_owned_item(item, E)?;
+    let bad = |e: crate::ids::IdError| ItemError::keyed(&raw.pk, &raw.sk, E, e.to_string());
     Ok(Project {
         id: ProjectId::parse(&raw.pk).map_err(bad)?,
         tenant: TenantId::parse(&raw.sk).map_err(bad)?,
@@ -286,17 +321,28 @@ pub fn field_items(field: &CustomField) -> [Item; 2] {
 }
 
 pub fn decode_field(item: &Item) -> Result<CustomField, ItemError> {
+    decode_field_owned(item.clone())
+}
+
+/// [`decode_field`] of an item the caller gives up, without copying it.
+pub fn decode_field_owned(item: Item) -> Result<CustomField, ItemError> {
     const E: &str = "custom field";
-    check_type(item, types::CUSTOM_FIELD, E)?;
-    let raw: CustomFieldItem = from_item(item, E)?;
-    let bad = |e: crate::ids::IdError| ItemError::new(item, E, e.to_string());
+    check_type(&item, types::CUSTOM_FIELD, E)?;
+    let raw: CustomFieldItem = from_owned_item(item, E)?;
+    let bad = |e: crate::ids::IdError| ItemError::keyed(&raw.pk, &raw.sk, E, e.to_string());
+    let field_type = FieldType::parse(&raw.field_type).ok_or_else(|| {
+        ItemError::keyed(
+            &raw.pk,
+            &raw.sk,
+            E,
+            format!("unknown FieldType {}", raw.field_type),
+        )
+    })?;
     Ok(CustomField {
         id: FieldId::parse(&raw.sk).map_err(bad)?,
         project: ProjectId::parse(&raw.pk).map_err(bad)?,
         name: raw.name,
-        field_type: FieldType::parse(&raw.field_type).ok_or_else(|| {
-            ItemError::new(item, E, format!("unknown FieldType {}", raw.field_type))
-        })?,
+        field_type,
         position: raw.position,
         version: raw.version,
         deleted: raw.deleted.is_some(),
@@ -878,6 +924,44 @@ mod tests {
         let [def, lookup] = field_items(&fields[0]);
         assert_eq!(decode_field(&def).unwrap(), fields[0]);
         assert_eq!(decode_field_lookup(&lookup).unwrap(), p.id);
+    }
+
+    /// A project or field row that does not decode names its key in the error, whichever
+    /// step refused it: the attributes (serde_dynamo), an id, or the field type.
+    #[test]
+    fn bad_project_and_field_rows_name_their_key() {
+        let key = |e: ItemError| (e.pk, e.sk, e.expected);
+        let p = Project {
+            id: ProjectId::parse("project-35e9").unwrap(),
+            tenant: TenantId::parse("tenant-0807").unwrap(),
+            name: "Forth Rail Bridge".into(),
+            next_issue_num: 4,
+            version: 1,
+            fields_version: 0,
+            deleted: false,
+        };
+        let mut no_num = project_item(&p);
+        no_num.remove("NextIssueNum");
+        let mut bad_id = project_item(&p);
+        bad_id.insert("PK".into(), AttributeValue::S("project-!".into()));
+        for (item, pk) in [(no_num, "project-35e9"), (bad_id, "project-!")] {
+            let e = decode_project(&item).unwrap_err();
+            assert_eq!(key(e), (pk.into(), "tenant-0807".into(), "project"));
+        }
+        let (_, fields) = sample_issue();
+        let [def, _] = field_items(&fields[0]);
+        let (pk, sk) = (key_text(&def, "PK"), key_text(&def, "SK"));
+        let mut unknown = def.clone();
+        unknown.insert("FieldType".into(), AttributeValue::S("colour".into()));
+        let e = decode_field(&unknown).unwrap_err();
+        assert!(e.reason.contains("unknown FieldType colour"), "{e}");
+        assert_eq!(key(e), (pk.clone(), sk.clone(), "custom field"));
+        let mut no_name = def;
+        no_name.remove("Name");
+        assert_eq!(
+            key(decode_field(&no_name).unwrap_err()),
+            (pk, sk, "custom field")
+        );
     }
 
     /// One way an issue's source item can differ from what writers leave, for the proptest

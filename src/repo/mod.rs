@@ -313,11 +313,11 @@ impl Repo {
         let mut project = None;
         let mut fields = Vec::new();
         let mut retired = Vec::new();
-        for item in &found {
-            match items::item_type(item) {
-                Some(items::types::PROJECT) => project = Some(items::decode_project(item)?),
+        for item in found {
+            match items::item_type(&item) {
+                Some(items::types::PROJECT) => project = Some(items::decode_project_owned(item)?),
                 Some(items::types::CUSTOM_FIELD) => {
-                    let field = items::decode_field(item)?;
+                    let field = items::decode_field_owned(item)?;
                     if field.deleted {
                         retired.push(field);
                     } else {
