@@ -908,16 +908,24 @@ mod tests {
         ));
     }
 
-    #[test]
-    fn project_and_field_round_trip() {
-        let p = Project {
+    fn sample_project() -> Project {
+        Project {
             id: ProjectId::parse("project-35e9").unwrap(),
             tenant: TenantId::parse("tenant-0807").unwrap(),
             name: "Forth Rail Bridge".into(),
             next_issue_num: 4,
             version: 1,
+            fields_version: 0,
+            deleted: false,
+        }
+    }
+
+    #[test]
+    fn project_and_field_round_trip() {
+        let p = Project {
             fields_version: 2,
             deleted: true,
+            ..sample_project()
         };
         assert_eq!(decode_project(&project_item(&p)).unwrap(), p);
         let (_, fields) = sample_issue();
@@ -931,15 +939,7 @@ mod tests {
     #[test]
     fn bad_project_and_field_rows_name_their_key() {
         let key = |e: ItemError| (e.pk, e.sk, e.expected);
-        let p = Project {
-            id: ProjectId::parse("project-35e9").unwrap(),
-            tenant: TenantId::parse("tenant-0807").unwrap(),
-            name: "Forth Rail Bridge".into(),
-            next_issue_num: 4,
-            version: 1,
-            fields_version: 0,
-            deleted: false,
-        };
+        let p = sample_project();
         let mut no_num = project_item(&p);
         no_num.remove("NextIssueNum");
         let mut bad_id = project_item(&p);
