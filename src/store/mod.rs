@@ -62,6 +62,20 @@ impl fmt::Display for Key {
     }
 }
 
+/// A key that `keys` name more than once (the first such in key order), if any: what
+/// DynamoDB refuses in one BatchGetItem, BatchWriteItem or transaction. Found by sorting the
+/// keys as given (a call names at most 100), with no copies of them and no hashing.
+pub(crate) fn repeated_key<K: std::borrow::Borrow<Key>>(
+    keys: impl Iterator<Item = K>,
+) -> Option<K> {
+    let mut keys: Vec<K> = keys.collect();
+    keys.sort_unstable_by(|a, b| a.borrow().cmp(b.borrow()));
+    let at = keys
+        .windows(2)
+        .position(|pair| pair[0].borrow() == pair[1].borrow())?;
+    Some(keys.swap_remove(at))
+}
+
 /// Which key structure a [`Query`] reads: the table (`PK`, `SK`) or the inverted index
 /// `GSI1` (`SK`, `GSI1SK`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -474,4 +488,24 @@ pub trait Store: Send + Sync + 'static {
 
     /// A cheap call that proves the store answers (for `/healthz`).
     async fn ping(&self) -> Result<(), StoreError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A repeated key is found wherever its two occurrences stand, and the first in key
+    /// order is named; distinct keys have none.
+    #[test]
+    fn repeated_keys_are_found_in_any_order() {
+        let keys: Vec<Key> = ["c", "a", "b", "a", "c"]
+            .iter()
+            .map(|pk| Key::new(*pk, "s"))
+            .collect();
+        assert_eq!(repeated_key(keys.iter()), Some(&Key::new("a", "s")));
+        assert_eq!(repeated_key(keys[..3].iter()), None);
+        assert_eq!(repeated_key(std::iter::empty::<Key>()), None);
+        let owned = vec![Key::new("x", "1"), Key::new("x", "2"), Key::new("x", "1")];
+        assert_eq!(repeated_key(owned.into_iter()), Some(Key::new("x", "1")));
+    }
 }

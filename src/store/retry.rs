@@ -14,6 +14,7 @@ use futures::{StreamExt, TryStreamExt};
 use rand::Rng;
 
 use super::instrumented::unprocessed_retry;
+use super::repeated_key;
 use super::{
     BatchGetOutput, Item, Key, Query, RawItem, Store, StoreError, MAX_BATCH_GET, MAX_BATCH_WRITE,
 };
@@ -107,7 +108,7 @@ async fn batch_get_all_with<T: BatchForm>(
     // DynamoDB rejects a batch naming one key twice; the first occurrence keeps its place.
     // Keys are nearly always distinct (a loader's batch is), and then they are sent as they
     // are, without a copy.
-    let distinct: Cow<'_, [Key]> = if has_duplicates(keys) {
+    let distinct: Cow<'_, [Key]> = if repeated_key(keys.iter()).is_some() {
         let mut seen = HashSet::with_capacity(keys.len());
         Cow::Owned(
             keys.iter()
@@ -123,14 +124,6 @@ async fn batch_get_all_with<T: BatchForm>(
         .map(|chunk| get_chunk(store, chunk, backoff));
     let results = futures::future::try_join_all(chunks).await?;
     Ok(results.into_iter().flatten().collect())
-}
-
-/// Whether any key occurs twice, found by sorting references: no copies of the keys and no
-/// hashing.
-fn has_duplicates(keys: &[Key]) -> bool {
-    let mut sorted: Vec<&Key> = keys.iter().collect();
-    sorted.sort_unstable();
-    sorted.windows(2).any(|pair| pair[0] == pair[1])
 }
 
 async fn get_chunk<T: BatchForm>(

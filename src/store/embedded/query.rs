@@ -4,7 +4,7 @@
 use redb::{Database, ReadableDatabase};
 
 use super::table::{
-    decode, index_key, key_str, row_text, table_key, unavailable, GSI1_INDEX, ITEMS,
+    decode, index_key, key_str, sized_row_text, table_key, unavailable, GSI1_INDEX, ITEMS,
 };
 use super::validate::{check_key_value, validate_key};
 use crate::store::capacity::item_size;
@@ -265,12 +265,7 @@ impl Form for RawItem {
             let size = item_size(&item);
             return Ok((size, filter.matches(&item).then_some(RawItem::Map(item))));
         }
-        let (size, text) = row_text(bytes)?;
-        let size = match size {
-            Some(size) => size,
-            // A row written before rows carried their size: counted from the item.
-            None => item_size(&decode(bytes)?),
-        };
+        let (size, text) = sized_row_text(bytes)?;
         let item = RawItem::Text {
             text: text.to_owned(),
             index_key: index_key(),
@@ -280,7 +275,6 @@ impl Form for RawItem {
 }
 
 /// What reading one more row did to a page.
-#[derive(PartialEq)]
 enum Step {
     /// The page takes more rows.
     More,

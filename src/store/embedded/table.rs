@@ -155,7 +155,8 @@ pub(super) fn encode_row(item: &Item, size: usize) -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
-/// A stored row's item text, and its size when the row carries it.
+/// A stored row's item text, and its size when the row carries it (rows of the tables of
+/// earlier versions, read by [`upgrade`], do not).
 pub(super) fn row_text(bytes: &[u8]) -> Result<(Option<usize>, &str), StoreError> {
     let (size, json) = match bytes.split_first() {
         Some((&SIZED_ROW, rest)) => {
@@ -173,6 +174,16 @@ pub(super) fn row_text(bytes: &[u8]) -> Result<(Option<usize>, &str), StoreError
         Err(_) => std::str::from_utf8(json).map_err(|e| corrupt(&e))?,
     };
     Ok((size, text))
+}
+
+/// A current row's item text and the size it carries. Every row of the current tables
+/// carries its size (writes encode it, and [`upgrade`] rewrites older rows), so a row without
+/// one is corrupt.
+pub(super) fn sized_row_text(bytes: &[u8]) -> Result<(usize, &str), StoreError> {
+    match row_text(bytes)? {
+        (Some(size), text) => Ok((size, text)),
+        (None, _) => Err(corrupt(&"a row without its size header")),
+    }
 }
 
 /// Reads a stored item with the store's own parser (`store::ddbjson`), which reads attribute
@@ -320,6 +331,23 @@ mod tests {
             assert_eq!(sks(&page.items), ["p", "p"]);
             assert_eq!(page.items, vec![item("d", "p", Some("0")), rows[1].clone()]);
         }
+    }
+
+    /// Rows of the current tables are read with the size they carry; a row without one
+    /// (as only the tables of earlier versions hold) is refused as corrupt.
+    #[test]
+    fn current_rows_carry_their_size() {
+        let item = decode(br#"{"PK":{"S":"p"},"N":{"N":"1"}}"#).unwrap();
+        let row = encode_row(&item, item_size(&item)).unwrap();
+        let (size, text) = sized_row_text(&row).unwrap();
+        assert_eq!(
+            (size, decode(text.as_bytes()).unwrap()),
+            (item_size(&item), item)
+        );
+        assert!(matches!(
+            sized_row_text(br#"{"PK":{"S":"p"}}"#),
+            Err(StoreError::Corrupt(_))
+        ));
     }
 
     #[test]

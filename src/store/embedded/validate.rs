@@ -8,7 +8,8 @@ use crate::store::limits::{
 };
 use crate::store::table::{GSI1SK, PK, SK};
 use crate::store::{
-    AttributeValue, Condition, Item, Key, StoreError, UpdateAction, WriteOp, MAX_TRANSACT_WRITE,
+    repeated_key, AttributeValue, Condition, Item, Key, StoreError, UpdateAction, WriteOp,
+    MAX_TRANSACT_WRITE,
 };
 
 /// An item validated for writing, with its keys extracted and its bytes encoded.
@@ -87,18 +88,15 @@ pub(super) fn validate_key(key: &Key) -> Result<(), StoreError> {
     check_key_value(SK, &key.sk, MAX_SORT_KEY_BYTES)
 }
 
-/// Refuses a call that names one item twice, as DynamoDB does. The keys are compared sorted
-/// (at most 100 of them), which needs neither copies of the keys nor hashing.
+/// Refuses a call that names one item twice, as DynamoDB does.
 pub(super) fn reject_duplicates<K: std::borrow::Borrow<Key>>(
     keys: impl Iterator<Item = K>,
     call: &str,
 ) -> Result<(), StoreError> {
-    let mut keys: Vec<K> = keys.collect();
-    keys.sort_unstable_by(|a, b| a.borrow().cmp(b.borrow()));
-    match keys.windows(2).find(|w| w[0].borrow() == w[1].borrow()) {
-        Some(pair) => Err(StoreError::Invalid(format!(
+    match repeated_key(keys) {
+        Some(key) => Err(StoreError::Invalid(format!(
             "{call} names item {} more than once",
-            pair[0].borrow()
+            key.borrow()
         ))),
         None => Ok(()),
     }
