@@ -17,7 +17,7 @@ use crate::model::{
 use crate::store::{AttributeValue, Item, Key};
 
 mod raw;
-pub use raw::{decode_issue_list_row, decode_issue_raw, raw_item, IssueListRow};
+pub use raw::{decode_issue_list_row, decode_issue_raw, raw_item, IssueListRow, SharedIds};
 
 /// `Type` attribute values.
 pub mod types {
@@ -527,15 +527,15 @@ pub fn decode_issue(mut item: Item) -> Result<Issue, ItemError> {
         expected: E,
         reason: e.to_string(),
     };
-    let id = IssueId::parse_owned(take_text(&mut item, PK_ATTR)).map_err(internal)?;
-    let project = ProjectId::parse_owned(take_text(&mut item, SK_ATTR)).map_err(internal)?;
+    let id = IssueId::parse(&take_text(&mut item, PK_ATTR)).map_err(internal)?;
+    let project = ProjectId::parse(&take_text(&mut item, SK_ATTR)).map_err(internal)?;
     let raw_values = match item.remove(VALUES) {
         Some(AttributeValue::M(m)) => m,
         _ => HashMap::new(),
     };
     let mut values = BTreeMap::new();
     for (field_id, attr) in raw_values {
-        match (FieldId::parse_owned(field_id), attr) {
+        match (FieldId::parse(&field_id), attr) {
             (Ok(field), AttributeValue::S(text) | AttributeValue::N(text)) => {
                 values.insert(field, text);
             }
@@ -1035,12 +1035,46 @@ mod tests {
                 text: serde_json::to_string(&item).unwrap(),
                 index_key: None,
             };
-            let typed = decode_issue_raw(text.clone()).map_err(|e| e.to_string());
-            let general = decode_issue_raw(RawItem::Map(item.clone())).map_err(|e| e.to_string());
+            // The typed reads share ids with a clean row read before, as a page's rows do,
+            // so both the shared ids and the ones a twisted row adds are exercised.
+            let mut shared = SharedIds::default();
+            let clean = issue_items(&sample_issue().0, &fields).unwrap().remove(0);
+            let clean = RawItem::Text { text: serde_json::to_string(&clean).unwrap(), index_key: None };
+            decode_issue_raw(clean, &mut shared).unwrap();
+            let typed = decode_issue_raw(text.clone(), &mut shared).map_err(|e| e.to_string());
+            let general = decode_issue_raw(RawItem::Map(item.clone()), &mut SharedIds::default())
+                .map_err(|e| e.to_string());
             prop_assert_eq!(typed, general);
-            let typed = decode_issue_list_row(text).map_err(|e| e.to_string());
-            let general = decode_issue_list_row(RawItem::Map(item)).map_err(|e| e.to_string());
+            let typed = decode_issue_list_row(text, &mut shared).map_err(|e| e.to_string());
+            let general = decode_issue_list_row(RawItem::Map(item), &mut SharedIds::default())
+                .map_err(|e| e.to_string());
             prop_assert_eq!(typed, general);
+        }
+    }
+
+    /// Rows of a batch that name other projects and fields than the rows before them keep
+    /// their own ids: sharing only ever hands out an id equal to the row's text.
+    #[test]
+    fn shared_ids_follow_each_row() {
+        let (first, _) = sample_issue();
+        let mut second = first.clone();
+        second.project = ProjectId::parse("project-0other").unwrap();
+        second.id = IssueId::parse("issue-0other").unwrap();
+        let other_field = FieldId::parse("xattrib-0other").unwrap();
+        second.values = [(other_field, "7".to_string())].into();
+        let text = |issue: &Issue| {
+            let mut item = issue_item(issue);
+            let cells = issue.values.iter();
+            let cells = cells.map(|(f, v)| (f.to_string(), AttributeValue::S(v.clone())));
+            item.insert(VALUES.into(), AttributeValue::M(cells.collect()));
+            RawItem::Text {
+                text: serde_json::to_string(&item).unwrap(),
+                index_key: None,
+            }
+        };
+        let mut shared = SharedIds::default();
+        for issue in [&first, &second, &first, &second] {
+            assert_eq!(&decode_issue_raw(text(issue), &mut shared).unwrap(), issue);
         }
     }
 }

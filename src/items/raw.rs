@@ -2,6 +2,7 @@
 //! from a stored row's text in one pass with `ddbjson::Reader`, with no attribute map between.
 //! Anything a writer would not leave goes through [`decode_issue`], so both ways agree.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use super::{decode_issue, item_pk, item_type, types, ItemError, PK_ATTR, SK_ATTR, VALUES};
@@ -26,10 +27,10 @@ pub enum IssueListRow {
 /// string nor a number, an attribute given twice) is decoded again the general way, so the
 /// result, warnings and errors included, is always exactly that of the attribute map; the
 /// proptest `text_rows_read_as_their_items` holds the two together.
-pub fn decode_issue_list_row(raw: RawItem) -> Result<IssueListRow, ItemError> {
+pub fn decode_issue_list_row(raw: RawItem, ids: &mut SharedIds) -> Result<IssueListRow, ItemError> {
     let item = match raw {
         RawItem::Map(item) => item,
-        RawItem::Text { text, .. } => match issue_row_from_text(&text) {
+        RawItem::Text { text, .. } => match issue_row_from_text(&text, ids) {
             Ok(Some(row)) => return Ok(row),
             _ => ddbjson::item(&text).map_err(|e| not_json("issue list row", &e))?,
         },
@@ -44,10 +45,10 @@ pub fn decode_issue_list_row(raw: RawItem) -> Result<IssueListRow, ItemError> {
 
 /// Reads an issue's source item as a store read it: [`decode_issue`], in one typed pass over
 /// an item kept as text (see [`decode_issue_list_row`]).
-pub fn decode_issue_raw(raw: RawItem) -> Result<Issue, ItemError> {
+pub fn decode_issue_raw(raw: RawItem, ids: &mut SharedIds) -> Result<Issue, ItemError> {
     let item = match raw {
         RawItem::Map(item) => item,
-        RawItem::Text { text, .. } => match issue_row_from_text(&text) {
+        RawItem::Text { text, .. } => match issue_row_from_text(&text, ids) {
             Ok(Some(IssueListRow::Issue(issue))) => return Ok(issue),
             _ => ddbjson::item(&text).map_err(|e| not_json("issue", &e))?,
         },
@@ -55,13 +56,52 @@ pub fn decode_issue_raw(raw: RawItem) -> Result<Issue, ItemError> {
     decode_issue(item)
 }
 
+/// The project and field ids already read from earlier rows of one batch (a page, a
+/// BatchGetItem), which later rows share rather than parse and copy again: the 50 issues of a
+/// grid page name one project and the same few fields in each of their cells, 450 ids of
+/// which 9 differ. Only valid ids are kept, so a shared id is one that [`FieldId::parse`] or
+/// [`ProjectId::parse`] accepted.
+#[derive(Default)]
+pub struct SharedIds {
+    project: Option<ProjectId>,
+    fields: Vec<FieldId>,
+}
+
+/// At most this many field ids are kept per batch: it bounds the linear search, and a grid's
+/// projects have fewer fields than this (a row naming more still reads, it just parses).
+const MAX_SHARED_FIELDS: usize = 64;
+
+impl SharedIds {
+    fn project(&mut self, text: &str) -> Option<ProjectId> {
+        match &self.project {
+            Some(project) if project.as_str() == text => Some(project.clone()),
+            _ => {
+                let project = ProjectId::parse(text).ok()?;
+                self.project = Some(project.clone());
+                Some(project)
+            }
+        }
+    }
+
+    fn field(&mut self, text: &str) -> Option<FieldId> {
+        if let Some(field) = self.fields.iter().find(|f| f.as_str() == text) {
+            return Some(field.clone());
+        }
+        let field = FieldId::parse(text).ok()?;
+        if self.fields.len() < MAX_SHARED_FIELDS {
+            self.fields.push(field.clone());
+        }
+        Some(field)
+    }
+}
+
 /// The row an item's text holds when every attribute is as a writer leaves it; `None` when
 /// anything needs the attribute map's judgement.
-fn issue_row_from_text(text: &str) -> Result<Option<IssueListRow>, JsonError> {
+fn issue_row_from_text(text: &str, ids: &mut SharedIds) -> Result<Option<IssueListRow>, JsonError> {
     #[derive(Default)]
-    struct Parts {
-        pk: Option<String>,
-        sk: Option<String>,
+    struct Parts<'a> {
+        pk: Option<Cow<'a, str>>,
+        sk: Option<Cow<'a, str>>,
         kind: Option<bool>,
         num: Option<u32>,
         name: Option<String>,
@@ -81,8 +121,8 @@ fn issue_row_from_text(text: &str) -> Result<Option<IssueListRow>, JsonError> {
             let mut values = BTreeMap::new();
             let mut odd = false;
             let is_map = r.map(|r, field| {
-                match (FieldId::parse_owned(field.into_owned()), r.scalar()?) {
-                    (Ok(field), Scalar::S(text) | Scalar::N(text)) => {
+                match (ids.field(&field), r.scalar()?) {
+                    (Some(field), Scalar::S(text) | Scalar::N(text)) => {
                         values.insert(field, text.into_owned());
                     }
                     _ => odd = true,
@@ -95,8 +135,8 @@ fn issue_row_from_text(text: &str) -> Result<Option<IssueListRow>, JsonError> {
         }
         let value = r.scalar()?;
         let (seen, ok) = match (&*name, value) {
-            (PK_ATTR, Scalar::S(pk)) => (p.pk.replace(pk.into_owned()).is_some(), true),
-            (SK_ATTR, Scalar::S(sk)) => (p.sk.replace(sk.into_owned()).is_some(), true),
+            (PK_ATTR, Scalar::S(pk)) => (p.pk.replace(pk).is_some(), true),
+            (SK_ATTR, Scalar::S(sk)) => (p.sk.replace(sk).is_some(), true),
             ("Type", Scalar::S(t)) => (p.kind.replace(t == types::ISSUE).is_some(), true),
             ("Num", Scalar::N(n)) => {
                 let num = n.parse::<u64>().ok().and_then(|n| u32::try_from(n).ok());
@@ -131,7 +171,11 @@ fn issue_row_from_text(text: &str) -> Result<Option<IssueListRow>, JsonError> {
     }
     match parts.kind {
         // Not an issue item: an index row, named by its `PK`.
-        Some(false) => return Ok(Some(IssueListRow::Index { pk: parts.pk })),
+        Some(false) => {
+            return Ok(Some(IssueListRow::Index {
+                pk: parts.pk.map(Cow::into_owned),
+            }))
+        }
         Some(true) => {}
         None => return Ok(None),
     }
@@ -148,7 +192,7 @@ fn issue_row_from_text(text: &str) -> Result<Option<IssueListRow>, JsonError> {
     else {
         return Ok(None);
     };
-    let (Ok(id), Ok(project)) = (IssueId::parse_owned(pk), ProjectId::parse_owned(sk)) else {
+    let (Ok(id), Some(project)) = (IssueId::parse(&pk), ids.project(&sk)) else {
         return Ok(None);
     };
     Ok(Some(IssueListRow::Issue(Issue {

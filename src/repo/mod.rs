@@ -395,10 +395,11 @@ impl Repo {
                 .collect(),
             _ => retry::batch_get_all_raw(self.store.as_ref(), &store_keys).await?,
         };
+        let mut ids = items::SharedIds::default();
         found
             .into_iter()
             .map(|raw| {
-                let issue = items::decode_issue_raw(raw)?;
+                let issue = items::decode_issue_raw(raw, &mut ids)?;
                 let key = IssueKey {
                     issue: issue.id.clone(),
                     project: issue.project.clone(),
@@ -565,8 +566,9 @@ impl Repo {
         page: Page,
     ) -> Result<Paged<IssueRow>, RepoError> {
         let scope = self.issues_scope(tenant, project, sort);
+        let mut ids = items::SharedIds::default();
         paged(&scope, page, |raw| {
-            match items::decode_issue_list_row(raw)? {
+            match items::decode_issue_list_row(raw, &mut ids)? {
                 IssueListRow::Issue(issue) => Ok(IssueRow::Loaded(issue)),
                 IssueListRow::Index { pk } => {
                     let issue = pk
