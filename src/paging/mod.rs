@@ -74,8 +74,8 @@ impl PageRequest {
 #[derive(Clone, Debug)]
 pub struct UncheckedRequest {
     request: PageRequest,
-    /// The scope each cursor argument names, by argument.
-    scopes: Vec<(&'static str, String)>,
+    /// The list each cursor argument belongs to (its scope's digest), by argument.
+    scopes: Vec<(&'static str, cursor::ScopeDigest)>,
 }
 
 impl UncheckedRequest {
@@ -137,7 +137,11 @@ impl UncheckedRequest {
 
     /// The request, once every cursor is known to belong to the list of `scope`.
     pub fn check(self, scope: &Scope) -> Result<PageRequest, PagingError> {
-        match self.scopes.iter().find(|(_, name)| name != scope.name()) {
+        match self
+            .scopes
+            .iter()
+            .find(|(_, digest)| digest != scope.digest())
+        {
             Some((arg, _)) => Err(PagingError::ForeignCursor { arg }),
             None => Ok(self.request),
         }
