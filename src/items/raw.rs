@@ -84,7 +84,12 @@ impl SharedIds {
     }
 
     fn field(&mut self, text: &str) -> Option<FieldId> {
-        if let Some(field) = self.fields.iter().find(|f| f.as_str() == text) {
+        // Field ids share their prefix and length, so each candidate is told apart by its
+        // last (random) bytes first, and only a likely match is compared in full.
+        let tail = |id: &str| id.as_bytes().last_chunk::<8>().copied();
+        let wanted = tail(text);
+        let likely = |f: &&FieldId| tail(f.as_str()) == wanted && f.as_str() == text;
+        if let Some(field) = self.fields.iter().find(likely) {
             return Some(field.clone());
         }
         let field = FieldId::parse(text).ok()?;

@@ -637,6 +637,25 @@ impl<'a> Reader<'a> {
             return self.parser.fail("nested too deeply");
         }
         let p = &mut self.parser;
+        // The compact opening every writer of rows leaves, `{"S":"` or `{"N":"`, is taken in
+        // one comparison; anything else (whitespace, another tag) is read the general way,
+        // to the same result.
+        let compact = match p.bytes.get(p.at..p.at + 6) {
+            Some(b"{\"S\":\"") => Some(true),
+            Some(b"{\"N\":\"") => Some(false),
+            _ => None,
+        };
+        if let Some(is_s) = compact {
+            // To the value's opening quote.
+            p.at += 5;
+            let text = p.string_cow()?;
+            p.value_end()?;
+            return Ok(if is_s {
+                Scalar::S(text)
+            } else {
+                Scalar::N(text)
+            });
+        }
         let tag = p.type_tag()?;
         let value = match tag.name {
             b"S" => Scalar::S(p.string_cow()?),
