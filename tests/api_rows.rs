@@ -103,7 +103,7 @@ async fn aliases_typenames_and_fragments_answer_as_the_executor(backend: Backend
     issues(first: 10, orderBy: {field: STATE}) {
       nodes { % n: num ...Row
         fieldValues { % ... on CustomFieldValue { v: value }
-          field { % id name type position version } } }
+          field { % id name type position version } f: field { name % } } }
       edges { node { % id fieldValues { value % } } }
     }
   }
@@ -119,6 +119,18 @@ fragment Row on Issue { id name state version }"#;
         "CustomField"
     );
     assert!(first["fieldValues"][0]["v"].is_string(), "{first:#}");
+    // Two selections of a cell's field keep their own texts in every row.
+    let nodes = body["data"]["project"]["issues"]["nodes"]
+        .as_array()
+        .unwrap();
+    for cell in nodes
+        .iter()
+        .flat_map(|n| n["fieldValues"].as_array().unwrap())
+    {
+        assert_eq!(cell["f"]["name"], cell["field"]["name"], "{cell:#}");
+        assert_eq!(cell["f"]["__typename"], "CustomField", "{cell:#}");
+        assert!(cell["f"].get("id").is_none(), "{cell:#}");
+    }
 }
 
 /// Selections a plan leaves to the executor (a field that loads, an argument, a fragment on

@@ -316,9 +316,15 @@ fn cell_plan(fragments: &Fragments, set: &SelectionSet) -> Option<Plan<CellPart>
     )
 }
 
-fn write_cells(out: &mut Json, plan: &Plan<CellPart>, issue: &model::Issue, project: &ProjectData) {
+fn write_cells(
+    out: &mut Json,
+    plan: &Plan<CellPart>,
+    issue: &model::Issue,
+    project: &ProjectData,
+    fields: &mut FieldTexts,
+) {
     out.open(b'[');
-    for (cell, (_, field, raw)) in cells_of(issue, project).enumerate() {
+    for (cell, (at, field, raw)) in cells_of(issue, project).enumerate() {
         out.comma(cell);
         out.open(b'{');
         for (index, (key, part)) in plan.iter().enumerate() {
@@ -326,12 +332,46 @@ fn write_cells(out: &mut Json, plan: &Plan<CellPart>, issue: &model::Issue, proj
             match part {
                 CellPart::Typename => out.string(&CustomFieldValue::type_name()),
                 CellPart::Value => out.string(&model::canonical_text(field.field_type, raw)),
-                CellPart::Field(plan) => write_field(out, plan, field),
+                CellPart::Field(plan) => {
+                    let slot = index * project.fields.len() + at;
+                    fields.write(out, slot, |out| write_field(out, plan, field));
+                }
             }
         }
         out.close(b'}');
     }
     out.close(b']');
+}
+
+/// The JSON of each field a list's cells name, written once per list: every row of a page
+/// names the same few fields, and a 50-row page with 8 fields wrote each of them 50 times.
+/// A slot is a field's place in its project times the cell plan's part that selects it, so
+/// two selections of `field` keep their own texts; a list's rows share one project (see
+/// [`ListState`]), whose field count bounds the slots.
+#[derive(Default)]
+struct FieldTexts(Vec<Option<Box<[u8]>>>);
+
+impl FieldTexts {
+    fn write(&mut self, out: &mut Json, slot: usize, write: impl FnOnce(&mut Json)) {
+        if let Some(Some(text)) = self.0.get(slot) {
+            out.0.extend_from_slice(text);
+            return;
+        }
+        let start = out.0.len();
+        write(out);
+        if self.0.len() <= slot {
+            self.0.resize_with(slot + 1, || None);
+        }
+        self.0[slot] = Some(out.0[start..].into());
+    }
+}
+
+/// What the rows of one list share as they are written: the project their cells come from
+/// (every row of a page has the same one) and its fields' texts.
+#[derive(Default)]
+struct ListState {
+    project: Option<Arc<ProjectData>>,
+    fields: FieldTexts,
 }
 
 /// A first guess at a row's or cell list's size in bytes, so that most never grow.
@@ -384,7 +424,8 @@ impl OutputType for Cells {
         match cell_plan(&ctx.query_env.fragments, &ctx.item.node) {
             Some(plan) => {
                 let mut out = Json(Vec::with_capacity(capacity(&self.issue)));
-                write_cells(&mut out, &plan, &self.issue, &self.project);
+                let fields = &mut FieldTexts::default();
+                write_cells(&mut out, &plan, &self.issue, &self.project, fields);
                 Ok(encoded(out))
             }
             None => OutputType::resolve(&self.objects(), ctx, field).await,
@@ -443,7 +484,7 @@ impl OutputType for Row {
         };
         let issue = &*self.0 .0;
         let mut out = Json(Vec::with_capacity(capacity(issue)));
-        match write_row(ctx, &mut out, &plan, issue, &mut None).await {
+        match write_row(ctx, &mut out, &plan, issue, &mut ListState::default()).await {
             Some(()) => Ok(encoded(out)),
             // The executor reports the failure where it belongs (at `fieldValues`).
             None => OutputType::resolve(&self.0, ctx, field).await,
@@ -452,13 +493,13 @@ impl OutputType for Row {
 }
 
 /// Writes one issue by its plan; `None` when its project could not be loaded for its cells.
-/// `project` carries the project the list's previous row loaded.
+/// `list` carries the project the list's previous row loaded, and its fields' texts.
 async fn write_row(
     ctx: &ContextSelectionSet<'_>,
     out: &mut Json,
     plan: &Plan<RowPart>,
     issue: &model::Issue,
-    project: &mut Option<Arc<ProjectData>>,
+    list: &mut ListState,
 ) -> Option<()> {
     // The executor loads the project once per row (a cached DataLoader lookup, which builds
     // a key set and a result map each time); every row of a page has the same project, so a
@@ -466,10 +507,15 @@ async fn write_row(
     let needs_project = plan
         .iter()
         .any(|(_, part)| matches!(part, RowPart::Cells(_)));
-    if needs_project && !matches!(project, Some(loaded) if loaded.project.id == issue.project) {
-        *project = Some(referenced_project(ctx, &issue.project).await.ok()?);
+    if needs_project && !matches!(&list.project, Some(loaded) if loaded.project.id == issue.project)
+    {
+        let project = referenced_project(ctx, &issue.project).await.ok()?;
+        *list = ListState {
+            project: Some(project),
+            fields: FieldTexts::default(),
+        };
     }
-    let project = project.as_deref().filter(|_| needs_project);
+    let project = list.project.as_deref().filter(|_| needs_project);
     out.open(b'{');
     for (index, (key, part)) in plan.iter().enumerate() {
         out.key(index, key);
@@ -481,7 +527,7 @@ async fn write_row(
             RowPart::State => out.enumeration(IssueState::from(issue.state)),
             RowPart::Version => out.int(clamp_version(issue.version)),
             RowPart::Cells(plan) => match project {
-                Some(project) => write_cells(out, plan, issue, project),
+                Some(project) => write_cells(out, plan, issue, project, &mut list.fields),
                 None => out.0.extend_from_slice(b"null"),
             },
         }
@@ -526,10 +572,10 @@ async fn write_rows(
     rows: &[Row],
 ) -> Option<()> {
     out.open(b'[');
-    let mut project = None;
+    let mut list = ListState::default();
     for (index, row) in rows.iter().enumerate() {
         out.comma(index);
-        write_row(ctx, out, plan, &row.0 .0, &mut project).await?;
+        write_row(ctx, out, plan, &row.0 .0, &mut list).await?;
     }
     out.close(b']');
     Some(())
@@ -597,7 +643,7 @@ async fn write_edges(
     edges: &[IssueEdge],
 ) -> Option<()> {
     out.open(b'[');
-    let mut project = None;
+    let mut list = ListState::default();
     for (index, edge) in edges.iter().enumerate() {
         out.comma(index);
         out.open(b'{');
@@ -607,7 +653,7 @@ async fn write_edges(
                 EdgePart::Typename => out.string(&IssueEdge::type_name()),
                 EdgePart::Cursor => out.string(&edge.cursor),
                 EdgePart::Node(plan) => {
-                    write_row(ctx, out, plan, &edge.node.0 .0, &mut project).await?
+                    write_row(ctx, out, plan, &edge.node.0 .0, &mut list).await?
                 }
             }
         }

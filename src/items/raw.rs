@@ -17,7 +17,18 @@ use crate::store::{Item, RawItem};
 #[derive(Debug, PartialEq)]
 pub enum IssueListRow {
     Issue(Issue),
-    Index { pk: Option<String> },
+    /// The issue an index row names, or, when its `PK` is not an issue id, that `PK` (`None`
+    /// when it has none), for the error.
+    Index(Result<IssueId, Option<String>>),
+}
+
+impl IssueListRow {
+    fn index(pk: Option<&str>) -> Self {
+        IssueListRow::Index(match pk {
+            Some(pk) => IssueId::parse(pk).map_err(|_| Some(pk.to_owned())),
+            None => Err(None),
+        })
+    }
 }
 
 /// Reads a row of a project's issue list. An issue item is decoded as [`decode_issue`]
@@ -37,9 +48,7 @@ pub fn decode_issue_list_row(raw: RawItem, ids: &mut SharedIds) -> Result<IssueL
     };
     Ok(match item_type(&item) {
         Some(types::ISSUE) => IssueListRow::Issue(decode_issue(item)?),
-        _ => IssueListRow::Index {
-            pk: item_pk(&item).map(str::to_owned),
-        },
+        _ => IssueListRow::index(item_pk(&item)),
     })
 }
 
@@ -176,11 +185,7 @@ fn issue_row_from_text(text: &str, ids: &mut SharedIds) -> Result<Option<IssueLi
     }
     match parts.kind {
         // Not an issue item: an index row, named by its `PK`.
-        Some(false) => {
-            return Ok(Some(IssueListRow::Index {
-                pk: parts.pk.map(Cow::into_owned),
-            }))
-        }
+        Some(false) => return Ok(Some(IssueListRow::index(parts.pk.as_deref()))),
         Some(true) => {}
         None => return Ok(None),
     }

@@ -227,14 +227,14 @@ pub struct Page {
 
 /// Where an item read from `segment` lies in its list: its `PK` and `GSI1SK`. `None` for an
 /// item without them (not in the index, so never read).
-fn position_in(segment: usize, item: &RawItem) -> Result<Option<Position>, StoreError> {
+fn position_in(segment: usize, item: &mut RawItem) -> Result<Option<Position>, StoreError> {
     let key = item
-        .index_key()
+        .take_index_key()
         .map_err(|e| StoreError::Corrupt(format!("an item read from GSI1: {e}")))?;
     Ok(key.map(|(pk, gsi1sk)| Position {
         segment,
-        pk: pk.into_owned(),
-        gsi1sk: gsi1sk.into_owned(),
+        pk,
+        gsi1sk,
     }))
 }
 
@@ -404,8 +404,8 @@ async fn fetch_from(
                 budget.refund(limit.saturating_sub(scanned));
             }
             let out = out?;
-            for item in out.items {
-                let Some(position) = position_in(index, &item)? else {
+            for mut item in out.items {
+                let Some(position) = position_in(index, &mut item)? else {
                     continue;
                 };
                 if bound.is_some_and(|b| reached(segments, forward, &position, b)) {

@@ -570,16 +570,11 @@ impl Repo {
         paged(&scope, page, |raw| {
             match items::decode_issue_list_row(raw, &mut ids)? {
                 IssueListRow::Issue(issue) => Ok(IssueRow::Loaded(issue)),
-                IssueListRow::Index { pk } => {
-                    let issue = pk
-                        .as_deref()
-                        .and_then(|pk| IssueId::parse(pk).ok())
-                        .ok_or_else(|| bad_index_row(pk.as_deref()))?;
-                    Ok(IssueRow::Key(IssueKey {
-                        issue,
-                        project: project.clone(),
-                    }))
-                }
+                IssueListRow::Index(Ok(issue)) => Ok(IssueRow::Key(IssueKey {
+                    issue,
+                    project: project.clone(),
+                })),
+                IssueListRow::Index(Err(pk)) => Err(bad_index_row(pk.as_deref())),
             }
         })
     }

@@ -71,6 +71,19 @@ impl RawItem {
         Ok(found)
     }
 
+    /// [`RawItem::index_key`], owned: the index key the store gave is moved out rather than
+    /// copied (a page keeps each row's key as its position), so a later `index_key` reads
+    /// it from the item.
+    pub fn take_index_key(&mut self) -> Result<Option<(String, String)>, JsonError> {
+        if let RawItem::Text { index_key, .. } = self {
+            if let Some(key) = index_key.take() {
+                return Ok(Some(key));
+            }
+        }
+        let key = self.index_key()?;
+        Ok(key.map(|(pk, gsi1sk)| (pk.into_owned(), gsi1sk.into_owned())))
+    }
+
     /// `PK` and `GSI1SK`: from the index key the item was read under when the store gave it,
     /// else from the item.
     pub fn index_key(&self) -> Result<Option<IndexKey<'_>>, JsonError> {
@@ -121,5 +134,16 @@ mod tests {
         };
         let (pk, gsi1sk) = keyed.index_key().unwrap().unwrap();
         assert_eq!((&*pk, &*gsi1sk), ("issue-2", "g"));
+        // Taken, it moves out, and the item's own attributes answer after.
+        let mut keyed = keyed;
+        let taken = keyed.take_index_key().unwrap();
+        assert_eq!(taken, Some(("issue-2".into(), "g".into())));
+        assert_eq!(keyed.index_key().unwrap(), None);
+        let mut text = RawItem::Text {
+            text: serde_json::to_string(&item).unwrap(),
+            index_key: None,
+        };
+        let taken = text.take_index_key().unwrap();
+        assert_eq!(taken, Some(("issue-1".into(), "a\"b".into())));
     }
 }
