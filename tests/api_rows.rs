@@ -66,7 +66,7 @@ async fn same_answer(app: &TestApp, query: &str, variables: Value) -> (Value, St
 
 const GRID: &str = r#"query Grid($p: ID!, $order: IssueOrder) {
   project(id: $p) {
-    customFields { id name type position }
+    customFields { % id name type position }
     issues(first: 25, orderBy: $order) {
       edges { % cursor node { % id num name state version fieldValues { % field { % id } value } } }
       pageInfo { hasNextPage endCursor }
@@ -148,6 +148,7 @@ async fn selections_left_to_the_executor_answer_the_same(backend: Backend) {
     let field = fields["project"]["customFields"][1]["id"].clone();
     let query = r#"query Mixed($p: ID!, $f: ID!) {
   project(id: $p) {
+    customFields { % id project { name } version }
     issues(first: 8, orderBy: {field: NUM, direction: DESC}) {
       nodes { num project { id } fieldValues { value % field { id project { name } } } }
       edges { node { num fieldValue(fieldId: $f) { value } ... on Node { id } num } }

@@ -1,6 +1,6 @@
 //! Grid rows resolved from a plan of their selection instead of field by field: a
 //! connection's `edges` and `nodes` lists ([`Edges`], [`Rows`]), an issue listed by one
-//! ([`Row`]) and its cells ([`Cells`]).
+//! ([`Row`]), its cells ([`Cells`]) and a project's field list ([`Fields`]).
 //!
 //! A grid page is mostly rows and cells: a 50-row page with 8 fields has about 900 objects.
 //! async-graphql executes every field of every object on its own (a boxed future, a context,
@@ -293,6 +293,43 @@ fn write_field(out: &mut Json, plan: &Plan<FieldPart>, field: &model::CustomFiel
         }
     }
     out.close(b'}');
+}
+
+/// `Project.customFields`: the type is `[CustomField!]!`, the resolution by plan. A grid
+/// asks for every field's id, name, type and position: objects the executor resolved one
+/// field at a time.
+pub struct Fields(Arc<ProjectData>);
+
+impl Fields {
+    pub(super) fn new(project: Arc<ProjectData>) -> Self {
+        Fields(project)
+    }
+}
+
+impl OutputType for Fields {
+    list_type_info!(Vec<CustomField>);
+
+    async fn resolve(
+        &self,
+        ctx: &ContextSelectionSet<'_>,
+        field: &Positioned<Field>,
+    ) -> ServerResult<Value> {
+        let fields = &self.0.fields;
+        if let Some(plan) = field_plan(&ctx.query_env.fragments, &ctx.item.node) {
+            let mut out = Json(Vec::with_capacity(96 * fields.len() + 2));
+            out.open(b'[');
+            for (index, field) in fields.iter().enumerate() {
+                out.comma(index);
+                write_field(&mut out, &plan, field);
+            }
+            out.close(b']');
+            return Ok(encoded(out));
+        }
+        let objects: Vec<CustomField> = (0..fields.len())
+            .map(|index| CustomField::of_project(&self.0, index))
+            .collect();
+        OutputType::resolve(&objects, ctx, field).await
+    }
 }
 
 /// What a selection of a `CustomFieldValue` (a cell) asks for.

@@ -13,7 +13,7 @@ use async_graphql::{
 
 use super::error::{ApiError, ApiResult};
 use super::prefetch::{self, PageKey};
-use super::rows::{Cells, Edges, Row, Rows};
+use super::rows::{Cells, Edges, Fields, Row, Rows};
 use crate::ids::{FieldId, ProjectId, TenantId};
 use crate::loaders::RequestLoader;
 use crate::model::{self, ProjectData};
@@ -165,11 +165,8 @@ impl Project {
     }
 
     /// The project's custom fields (extra typed columns), in `position` order.
-    async fn custom_fields(&self, ctx: &Context<'_>) -> ApiResult<Vec<CustomField>> {
-        let data = referenced_project(ctx, &self.0.id).await?;
-        Ok((0..data.fields.len())
-            .map(|index| CustomField::of_project(&data, index))
-            .collect())
+    async fn custom_fields(&self, ctx: &Context<'_>) -> ApiResult<Fields> {
+        Ok(Fields::new(referenced_project(ctx, &self.0.id).await?))
     }
 
     /// The project's issues, sorted by any column and paged with cursors. Issues without a
