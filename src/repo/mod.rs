@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use crate::auth::Access;
 use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
-use crate::items::{self, IssueListRow, ItemError};
+use crate::items::{self, IssueListRow, ItemError, PartitionRow};
 use crate::keys;
 use crate::model::{Issue, Project, ProjectData, Tenant};
 use crate::paging::{
@@ -309,22 +309,18 @@ impl Repo {
             consistent,
             ..Query::partition(Index::Table, id.as_str())
         };
-        let found = retry::query_all(self.store.as_ref(), &query).await?;
+        // Every grid page reads this partition: its rows are read as the store read them and
+        // decoded typed (see `items::decode_partition_row`).
+        let found = retry::query_all_raw(self.store.as_ref(), &query).await?;
         let mut project = None;
         let mut fields = Vec::new();
         let mut retired = Vec::new();
-        for item in found {
-            match items::item_type(&item) {
-                Some(items::types::PROJECT) => project = Some(items::decode_project_owned(item)?),
-                Some(items::types::CUSTOM_FIELD) => {
-                    let field = items::decode_field_owned(item)?;
-                    if field.deleted {
-                        retired.push(field);
-                    } else {
-                        fields.push(field);
-                    }
-                }
-                _ => {}
+        for raw in found {
+            match items::decode_partition_row(raw)? {
+                PartitionRow::Project(found) => project = Some(found),
+                PartitionRow::Field(field) if field.deleted => retired.push(field),
+                PartitionRow::Field(field) => fields.push(field),
+                PartitionRow::Other => {}
             }
         }
         fields.sort_by(|a, b| (a.position, &a.id).cmp(&(b.position, &b.id)));

@@ -16,7 +16,8 @@ use rand::Rng;
 use super::instrumented::unprocessed_retry;
 use super::repeated_key;
 use super::{
-    BatchGetOutput, Item, Key, Query, RawItem, Store, StoreError, MAX_BATCH_GET, MAX_BATCH_WRITE,
+    BatchGetOutput, Item, Key, Query, QueryOutput, RawItem, Store, StoreError, MAX_BATCH_GET,
+    MAX_BATCH_WRITE,
 };
 
 /// Exponential backoff with full jitter, as AWS recommends for unprocessed batch entries:
@@ -214,10 +215,23 @@ async fn put_chunk<S: Store + ?Sized>(
 /// that pass its filter. For small partitions only (a project's custom fields): everything is
 /// held in memory.
 pub async fn query_all(store: &dyn Store, query: &Query) -> Result<Vec<Item>, StoreError> {
+    query_all_with(query, |query| async move { store.query(&query).await }).await
+}
+
+/// [`query_all`], with each item as the store read it ([`Store::query_raw`]).
+pub async fn query_all_raw(store: &dyn Store, query: &Query) -> Result<Vec<RawItem>, StoreError> {
+    query_all_with(query, |query| async move { store.query_raw(&query).await }).await
+}
+
+async fn query_all_with<T, F, Fut>(query: &Query, run: F) -> Result<Vec<T>, StoreError>
+where
+    F: Fn(Query) -> Fut,
+    Fut: std::future::Future<Output = Result<QueryOutput<T>, StoreError>>,
+{
     let mut query = query.clone();
     let mut items = Vec::new();
     loop {
-        let out = store.query(&query).await?;
+        let out = run(query.clone()).await?;
         items.extend(out.items);
         match out.last_evaluated {
             None => return Ok(items),
