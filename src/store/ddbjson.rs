@@ -563,7 +563,8 @@ pub enum Scalar<'a> {
 }
 
 /// Reads one item's text attribute by attribute without building it, for decoders that want
-/// a few typed values (`items::decode_issue_list_row`, the paging engine's positions) and would
+/// a few typed values (`items::decode_issue_list_row`, `items::decode_partition_row`, the
+/// paging engine's positions) and would
 /// otherwise pay for an attribute map: a hash, an allocation per name and one per value, and
 /// as many frees.
 ///

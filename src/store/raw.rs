@@ -1,6 +1,6 @@
 //! Items as a store read them, for reads whose rows are decoded typed
-//! (`items::decode_issue_list_row`, `items::decode_issue_raw`) rather than through attribute
-//! maps.
+//! (`items::decode_issue_list_row`, `items::decode_issue_raw`, `items::decode_partition_row`)
+//! rather than through attribute maps.
 //!
 //! A grid page reads 50–100 items and uses every attribute of each once. Building an attribute
 //! map per item (a hash and two allocations per attribute, and as many frees), then taking it
