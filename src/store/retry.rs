@@ -16,7 +16,7 @@ use rand::Rng;
 use super::instrumented::unprocessed_retry;
 use super::repeated_key;
 use super::{
-    BatchGetOutput, Item, Key, Query, QueryOutput, RawItem, Store, StoreError, MAX_BATCH_GET,
+    BatchGetOutput, Item, Key, Query, RawItem, StartKey, Store, StoreError, MAX_BATCH_GET,
     MAX_BATCH_WRITE,
 };
 
@@ -215,34 +215,49 @@ async fn put_chunk<S: Store + ?Sized>(
 /// that pass its filter. For small partitions only (a project's custom fields): everything is
 /// held in memory.
 pub async fn query_all(store: &dyn Store, query: &Query) -> Result<Vec<Item>, StoreError> {
-    query_all_with(query, |query| async move { store.query(&query).await }).await
+    let mut pages = Pages(query.clone());
+    let mut items = Vec::new();
+    loop {
+        let out = store.query(&pages.0).await?;
+        items.extend(out.items);
+        if !pages.advance(out.last_evaluated)? {
+            return Ok(items);
+        }
+    }
 }
 
 /// [`query_all`], with each item as the store read it ([`Store::query_raw`]).
 pub async fn query_all_raw(store: &dyn Store, query: &Query) -> Result<Vec<RawItem>, StoreError> {
-    query_all_with(query, |query| async move { store.query_raw(&query).await }).await
-}
-
-async fn query_all_with<T, F, Fut>(query: &Query, run: F) -> Result<Vec<T>, StoreError>
-where
-    F: Fn(Query) -> Fut,
-    Fut: std::future::Future<Output = Result<QueryOutput<T>, StoreError>>,
-{
-    let mut query = query.clone();
+    let mut pages = Pages(query.clone());
     let mut items = Vec::new();
     loop {
-        let out = run(query.clone()).await?;
+        let out = store.query_raw(&pages.0).await?;
         items.extend(out.items);
-        match out.last_evaluated {
-            None => return Ok(items),
+        if !pages.advance(out.last_evaluated)? {
+            return Ok(items);
+        }
+    }
+}
+
+/// A query followed to the end of its range, one page after another.
+struct Pages(Query);
+
+impl Pages {
+    /// Moves on past a page that ended at `last`: `false` at the end of the range.
+    fn advance(&mut self, last: Option<StartKey>) -> Result<bool, StoreError> {
+        match last {
+            None => Ok(false),
             // A store that hands back the position it was given would loop forever.
-            Some(next) if query.start.as_ref() == Some(&next) => {
-                return Err(StoreError::Corrupt(format!(
+            Some(next) if self.0.start.as_ref() == Some(&next) => {
+                Err(StoreError::Corrupt(format!(
                     "query of partition {} did not advance past {}",
-                    query.partition, next.key
+                    self.0.partition, next.key
                 )))
             }
-            Some(next) => query.start = Some(next),
+            Some(next) => {
+                self.0.start = Some(next);
+                Ok(true)
+            }
         }
     }
 }
