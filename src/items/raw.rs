@@ -288,7 +288,7 @@ fn set_once<T>(slot: &mut Option<T>, value: Option<T>) -> bool {
 
 /// The row a partition item's text holds when every attribute is as a writer leaves it;
 /// `None` when anything needs the attribute map's judgement.
-pub(super) fn partition_row_from_text(text: &str) -> Result<Option<PartitionRow>, JsonError> {
+fn partition_row_from_text(text: &str) -> Result<Option<PartitionRow>, JsonError> {
     let mut p = PartitionParts::default();
     Reader::new(text).item(|r, name| {
         let (s, n) = match r.scalar()? {
@@ -366,5 +366,225 @@ fn not_json(expected: &'static str, e: &JsonError) -> ItemError {
         sk: String::new(),
         expected,
         reason: format!("not DynamoDB JSON: {e}"),
+    }
+}
+
+/// The typed decoders against the attribute-map ones they must agree with.
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::items::tests::{sample_issue, sample_project};
+    use crate::items::{field_items, issue_item, issue_items, project_item};
+    use crate::store::AttributeValue;
+
+    /// One way an issue's source item can differ from what writers leave, for the proptest
+    /// below; `Clean` leaves it as written.
+    #[derive(Clone, Debug)]
+    enum Twist {
+        Clean,
+        Remove(&'static str),
+        Retype(&'static str, AttributeValue),
+        Extra(&'static str, AttributeValue),
+        Cell(String, AttributeValue),
+    }
+
+    fn twist() -> impl Strategy<Value = Twist> {
+        let names = prop::sample::select(vec![
+            "PK", "SK", "GSI1SK", "Type", "Num", "Name", "State", "Values", "Version",
+        ]);
+        let values = prop_oneof![
+            "[a-z0-9\\-\"]{0,12}".prop_map(AttributeValue::S),
+            "-?[0-9]{1,11}(\\.[0-9])?".prop_map(AttributeValue::N),
+            any::<bool>().prop_map(AttributeValue::Bool),
+            Just(AttributeValue::M(HashMap::new())),
+            Just(AttributeValue::S("issue-020e".into())),
+            Just(AttributeValue::S("project-35e9".into())),
+            Just(AttributeValue::S("Issue".into())),
+            Just(AttributeValue::S("FieldValue".into())),
+            Just(AttributeValue::S("closed".into())),
+        ];
+        prop_oneof![
+            3 => Just(Twist::Clean),
+            1 => names.clone().prop_map(Twist::Remove),
+            2 => (names, values.clone()).prop_map(|(n, v)| Twist::Retype(n, v)),
+            1 => ("[A-Za-z]{1,6}", values.clone()).prop_map(|(_, v)| Twist::Extra("Other", v)),
+            2 => ("(xattrib-[0-9a-f]{4}|[a-z\\-]{0,9})", values).prop_map(|(f, v)| Twist::Cell(f, v)),
+        ]
+    }
+
+    proptest! {
+        /// An issue, or a row of an issue list, read from its text gives exactly what its
+        /// attribute map gives: the same issue or index row, or an error with the same
+        /// message, whatever the item holds.
+        #[test]
+        fn text_rows_read_as_their_items(
+            name in "[a-zA-Z0-9 \"\\\\\u{1}é\u{1F600}]{0,16}",
+            num in any::<u32>(),
+            version in any::<u64>(),
+            closed in any::<bool>(),
+            twist in twist(),
+        ) {
+            let (mut issue, fields) = sample_issue();
+            issue.name = name;
+            issue.num = num;
+            issue.version = version;
+            issue.state = if closed { IssueState::Closed } else { IssueState::Open };
+            let mut item = issue_items(&issue, &fields).unwrap().remove(0);
+            match twist {
+                Twist::Clean => {}
+                Twist::Remove(name) => {
+                    item.remove(name);
+                }
+                Twist::Retype(name, value) | Twist::Extra(name, value) => {
+                    item.insert(name.to_string(), value);
+                }
+                Twist::Cell(field, value) => {
+                    if let Some(AttributeValue::M(cells)) = item.get_mut(VALUES) {
+                        cells.insert(field, value);
+                    }
+                }
+            }
+            let text = RawItem::Text {
+                text: serde_json::to_string(&item).unwrap(),
+                index_key: None,
+            };
+            // The typed reads share ids with a clean row read before, as a page's rows do,
+            // so both the shared ids and the ones a twisted row adds are exercised.
+            let mut shared = SharedIds::default();
+            let clean = issue_items(&sample_issue().0, &fields).unwrap().remove(0);
+            let clean = RawItem::Text { text: serde_json::to_string(&clean).unwrap(), index_key: None };
+            decode_issue_raw(clean, &mut shared).unwrap();
+            let typed = decode_issue_raw(text.clone(), &mut shared).map_err(|e| e.to_string());
+            let general = decode_issue_raw(RawItem::Map(item.clone()), &mut SharedIds::default())
+                .map_err(|e| e.to_string());
+            prop_assert_eq!(typed, general);
+            let typed = decode_issue_list_row(text, &mut shared).map_err(|e| e.to_string());
+            let general = decode_issue_list_row(RawItem::Map(item), &mut SharedIds::default())
+                .map_err(|e| e.to_string());
+            prop_assert_eq!(typed, general);
+        }
+    }
+
+    /// A value for a partition row's attribute: of each type, and numbers written every way
+    /// serde might read differently from the one pass (signs, leading zeros, fractions,
+    /// overflow).
+    fn partition_value() -> impl Strategy<Value = AttributeValue> {
+        prop_oneof![
+            "[a-z0-9\\-\"]{0,12}".prop_map(AttributeValue::S),
+            "[-+]?[0-9]{1,21}(\\.[0-9])?".prop_map(AttributeValue::N),
+            any::<u64>().prop_map(|n| AttributeValue::N(n.to_string())),
+            any::<bool>().prop_map(AttributeValue::Bool),
+            Just(AttributeValue::Null(true)),
+            Just(AttributeValue::M(HashMap::new())),
+            Just(AttributeValue::S("project-35e9".into())),
+            Just(AttributeValue::S("tenant-0807".into())),
+            Just(AttributeValue::S("xattrib-3812".into())),
+            Just(AttributeValue::S(types::PROJECT.into())),
+            Just(AttributeValue::S(types::CUSTOM_FIELD.into())),
+            Just(AttributeValue::S("int".into())),
+            Just(AttributeValue::S("bogus".into())),
+        ]
+    }
+
+    proptest! {
+        /// A project or custom field row read from its text gives exactly what its attribute
+        /// map gives (the same row, or an error with the same message), whatever it holds.
+        #[test]
+        fn partition_rows_read_as_their_items(
+            field in any::<bool>(),
+            twists in prop::collection::vec(
+                (
+                    prop::sample::select(vec![
+                        "PK", "SK", "Type", "Name", "FieldType", "GSI1SK", "NextIssueNum",
+                        "Position", "Version", "FieldsVersion", "Deleted", "Other",
+                    ]),
+                    prop::option::of(partition_value()),
+                ),
+                0..3,
+            ),
+        ) {
+            let mut item = if field {
+                let [definition, _] = field_items(&sample_issue().1[0]);
+                definition
+            } else {
+                project_item(&sample_project())
+            };
+            let faults = twists.len();
+            for (name, value) in twists {
+                match value {
+                    Some(value) => item.insert(name.to_string(), value),
+                    None => item.remove(name),
+                };
+            }
+            let text = RawItem::Text {
+                text: serde_json::to_string(&item).unwrap(),
+                index_key: None,
+            };
+            let typed = decode_partition_row(text).map_err(|e| e.to_string());
+            let general = decode_partition_row(RawItem::Map(item)).map_err(|e| e.to_string());
+            if faults <= 1 {
+                prop_assert_eq!(typed, general);
+            } else {
+                // With two faults, serde reports whichever it meets first in the map, whose
+                // order is a hash map's: the general path alone gives either message.
+                prop_assert_eq!(typed.is_ok(), general.is_ok());
+                if typed.is_ok() {
+                    prop_assert_eq!(typed, general);
+                }
+            }
+        }
+    }
+
+    /// The one pass reads the rows writers leave (and so the general path is the exception).
+    #[test]
+    fn partition_rows_as_written_read_in_one_pass() {
+        let project = sample_project();
+        let text = serde_json::to_string(&project_item(&project)).unwrap();
+        assert_eq!(
+            partition_row_from_text(&text).unwrap(),
+            Some(PartitionRow::Project(project))
+        );
+        let field = sample_issue().1[0].clone();
+        let [definition, lookup] = field_items(&field);
+        let text = serde_json::to_string(&definition).unwrap();
+        assert_eq!(
+            partition_row_from_text(&text).unwrap(),
+            Some(PartitionRow::Field(field))
+        );
+        let text = serde_json::to_string(&lookup).unwrap();
+        assert_eq!(
+            partition_row_from_text(&text).unwrap(),
+            Some(PartitionRow::Other)
+        );
+    }
+
+    /// Rows of a batch that name other projects and fields than the rows before them keep
+    /// their own ids: sharing only ever hands out an id equal to the row's text.
+    #[test]
+    fn shared_ids_follow_each_row() {
+        let (first, _) = sample_issue();
+        let mut second = first.clone();
+        second.project = ProjectId::parse("project-0other").unwrap();
+        second.id = IssueId::parse("issue-0other").unwrap();
+        let other_field = FieldId::parse("xattrib-0other").unwrap();
+        second.values = [(other_field, "7".to_string())].into();
+        let text = |issue: &Issue| {
+            let mut item = issue_item(issue);
+            let cells = issue.values.iter();
+            let cells = cells.map(|(f, v)| (f.to_string(), AttributeValue::S(v.clone())));
+            item.insert(VALUES.into(), AttributeValue::M(cells.collect()));
+            RawItem::Text {
+                text: serde_json::to_string(&item).unwrap(),
+                index_key: None,
+            }
+        };
+        let mut shared = SharedIds::default();
+        for issue in [&first, &second, &first, &second] {
+            assert_eq!(&decode_issue_raw(text(issue), &mut shared).unwrap(), issue);
+        }
     }
 }
