@@ -110,13 +110,13 @@ impl CursorKeys {
         CursorKeys::new(key.to_vec(), None)
     }
 
-    /// The kept part of `body`'s tag under the current key, appended to `out`.
-    fn sign_onto(&self, body_end: usize, out: &mut Vec<u8>) {
+    /// Appends the kept part of the tag of `body` (all it holds) under the current key.
+    fn sign_onto(&self, body: &mut Vec<u8>) {
         use hmac::Mac;
         if let Some(mac) = &self.current {
             let mut mac = mac.clone();
-            mac.update(&out[..body_end]);
-            out.extend_from_slice(&mac.finalize().into_bytes()[..TAG_BYTES]);
+            mac.update(body);
+            body.extend_from_slice(&mac.finalize().into_bytes()[..TAG_BYTES]);
         }
     }
 
@@ -196,8 +196,7 @@ impl Scope {
         bytes.extend_from_slice(&pk_len.to_be_bytes());
         bytes.extend_from_slice(pk);
         bytes.extend_from_slice(gsi1sk);
-        let body_end = bytes.len();
-        self.keys.sign_onto(body_end, &mut bytes);
+        self.keys.sign_onto(&mut bytes);
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&bytes)
     }
 
