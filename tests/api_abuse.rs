@@ -928,6 +928,145 @@ async fn variable_errors_are_coded(backend: Backend) {
     );
 }
 
+/// A document that passed validation skips it for later requests whose variables have the
+/// same shape, and every reply is exactly the one a never-seen copy of the document gets
+/// (which is validated in full): text variables may change their text, nothing else.
+async fn validation_is_skipped_only_where_it_would_pass(backend: Backend) {
+    let (app, _probe) = default_app(backend).await;
+    let gateway = app.app.gateway().clone();
+    let query = "query Page($project: ID!, $first: Int, $after: String, $order: IssueOrder) { \
+        project(id: $project) { issues(first: $first, after: $after, orderBy: $order) { \
+        edges { cursor node { num } } pageInfo { hasNextPage endCursor } } } }";
+    let num = json!({"field": "NUM"});
+    let first_page = post(
+        &app,
+        query,
+        json!({"project": BRIDGE, "first": 2, "order": num}),
+    )
+    .await;
+    let cursor = first_page.body["data"]["project"]["issues"]["pageInfo"]["endCursor"].clone();
+    assert!(cursor.is_string(), "{:#}", first_page.body);
+    let by_field = json!({"field": "CUSTOM_FIELD", "customFieldId": START});
+    const FAILS: Option<&str> = Some("GRAPHQL_VALIDATION_FAILED");
+    // (variables, whether validation is skipped, the code of the reply's first error)
+    let cases = [
+        (
+            json!({"project": BRIDGE, "first": 2, "order": num}),
+            true,
+            None,
+        ),
+        (
+            json!({"project": "project-0000", "first": 2, "order": num}),
+            true,
+            None,
+        ),
+        (
+            json!({"project": "x", "first": 2, "order": num}),
+            true,
+            Some("BAD_USER_INPUT"),
+        ),
+        (
+            json!({"project": BRIDGE, "first": 3, "order": num}),
+            false,
+            None,
+        ),
+        (
+            json!({"project": BRIDGE, "first": 2, "order": {"field": "NUMB"}}),
+            false,
+            FAILS,
+        ),
+        (
+            json!({"project": BRIDGE, "first": 2, "order": {"field": "NUMB"}}),
+            false,
+            FAILS,
+        ),
+        (
+            json!({"project": BRIDGE, "first": "2", "order": num}),
+            false,
+            FAILS,
+        ),
+        (
+            json!({"project": 35, "first": 2, "order": num}),
+            false,
+            Some("BAD_USER_INPUT"),
+        ),
+        (
+            json!({"project": BRIDGE, "first": 2, "order": num, "after": cursor}),
+            false,
+            None,
+        ),
+        (
+            json!({"project": BRIDGE, "first": 2, "order": num, "after": "x"}),
+            true,
+            Some("BAD_USER_INPUT"),
+        ),
+        (
+            json!({"project": BRIDGE, "first": 2, "order": num, "after": 5}),
+            false,
+            FAILS,
+        ),
+        (
+            json!({"project": BRIDGE, "first": 2, "order": num, "after": null}),
+            false,
+            None,
+        ),
+        (
+            json!({"project": BRIDGE, "first": 2, "order": by_field}),
+            false,
+            None,
+        ),
+        (
+            json!({"project": BRIDGE, "first": 2, "order": by_field}),
+            true,
+            None,
+        ),
+        (
+            json!({"project": BRIDGE, "first": 2, "order": num, "unused": 1}),
+            false,
+            None,
+        ),
+    ];
+    for (i, (variables, skips, code)) in cases.into_iter().enumerate() {
+        let before = gateway.validation_counts();
+        let reply = post(&app, query, variables.clone()).await;
+        let counts = gateway.validation_counts();
+        assert_eq!(
+            (
+                counts.skipped - before.skipped,
+                counts.validated - before.validated
+            ),
+            if skips { (1, 0) } else { (0, 1) },
+            "case {i}: {variables}"
+        );
+        assert_eq!(
+            reply.body["errors"][0]["extensions"]["code"].as_str(),
+            code,
+            "case {i}: {:#}",
+            reply.body
+        );
+        // The same document under another text, so never seen before: validated in full.
+        let fresh = post(&app, &format!("{query}\n# case {i}"), variables.clone()).await;
+        assert_eq!(reply.status, fresh.status, "case {i}");
+        assert_eq!(
+            without_request_ids(reply.body),
+            without_request_ids(fresh.body),
+            "case {i}"
+        );
+    }
+}
+
+/// A reply's body without the request ids its errors carry (every request has its own).
+fn without_request_ids(mut body: Value) -> Value {
+    if let Some(errors) = body["errors"].as_array_mut() {
+        for error in errors {
+            if let Some(extensions) = error["extensions"].as_object_mut() {
+                extensions.remove("requestId");
+            }
+        }
+    }
+    body
+}
+
 async fn introspection_can_be_turned_off(backend: Backend) {
     let settings = Settings {
         gateway: GatewayOptions {
@@ -1089,6 +1228,7 @@ crate::both_stores!(
     requests_beyond_the_in_flight_limit_are_shed,
     healthy_under_attack,
     variable_errors_are_coded,
+    validation_is_skipped_only_where_it_would_pass,
     introspection_can_be_turned_off,
     suggestions_are_off,
 );

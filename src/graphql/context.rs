@@ -9,13 +9,14 @@
 //! through the extension chain (a type lookup, a field lookup and a boxed future per field),
 //! which cost a grid page more than everything it does itself.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use async_graphql::parser::types::{ExecutableDocument, OperationDefinition, OperationType};
 use async_graphql::{Request, Response, ServerError, ServerResult, Value, Variables};
 
 use super::analysis::{self, QueryLimits, Refusal, TypeMap};
-use super::documents::Documents;
+use super::documents::{Document, Documents};
 use super::error::ErrorCode;
 use super::{schema_builder, GridSchema, ResponseOrder};
 use crate::auth::{Access, Permission};
@@ -30,6 +31,9 @@ use crate::telemetry::RequestFacts;
 /// The serving schema and the process-wide resources requests are served from.
 pub struct Gateway {
     schema: GridSchema,
+    /// The same schema with async-graphql's validation rules left out, for documents whose
+    /// validation is known to pass (see `graphql/documents.rs`).
+    accepted: GridSchema,
     shared: Arc<Shared>,
 }
 
@@ -84,6 +88,17 @@ struct Shared {
     types: TypeMap,
     /// Documents parsed before, by query text.
     documents: Documents,
+    /// Requests validated in full, and requests whose validation was known to pass.
+    validated: AtomicU64,
+    skipped: AtomicU64,
+}
+
+/// How many requests that reached validation ran async-graphql's rules, and how many skipped
+/// them because their document had passed with variables of the same shape.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ValidationCounts {
+    pub validated: u64,
+    pub skipped: u64,
 }
 
 impl Gateway {
@@ -98,15 +113,24 @@ impl Gateway {
             order: ResponseOrder::from_sdl(&sdl),
             types: TypeMap::from_sdl(&sdl),
             documents: Documents::default(),
+            validated: AtomicU64::new(0),
+            skipped: AtomicU64::new(0),
         });
         // Suggestions ("did you mean ...") would let a client enumerate the schema even with
         // introspection off, and cost time on every misspelt field.
-        let mut builder = schema_builder().disable_suggestions();
-        if !introspection {
-            builder = builder.disable_introspection();
-        }
+        let builder = || {
+            let builder = schema_builder().disable_suggestions();
+            if introspection {
+                builder
+            } else {
+                builder.disable_introspection()
+            }
+        };
         Gateway {
-            schema: builder.finish(),
+            schema: builder().finish(),
+            accepted: builder()
+                .validation_mode(async_graphql::ValidationMode::Fast)
+                .finish(),
             shared,
         }
     }
@@ -114,6 +138,14 @@ impl Gateway {
     /// Write contention counters of every request this gateway ran.
     pub fn write_stats(&self) -> &WriteStats {
         &self.shared.write_stats
+    }
+
+    /// How many requests were validated in full and how many skipped validation.
+    pub fn validation_counts(&self) -> ValidationCounts {
+        ValidationCounts {
+            validated: self.shared.validated.load(Ordering::Relaxed),
+            skipped: self.shared.skipped.load(Ordering::Relaxed),
+        }
     }
 
     /// The shared (unmetered) store, for health checks.
@@ -140,7 +172,21 @@ impl Gateway {
     pub async fn execute_encoded(&self, request: Request) -> Response {
         let mut context = RequestContext::new(&self.shared);
         let mut response = match context.prepare(request) {
-            Ok(request) => context.batches.drive(self.schema.execute(request)).await,
+            Ok((request, Validation::Known)) => {
+                self.shared.skipped.fetch_add(1, Ordering::Relaxed);
+                context.batches.drive(self.accepted.execute(request)).await
+            }
+            Ok((request, Validation::Needed(shape))) => {
+                self.shared.validated.fetch_add(1, Ordering::Relaxed);
+                let response = context.batches.drive(self.schema.execute(request)).await;
+                // Validation failures have no path; errors of a request that ran all have one.
+                if let (Some(shape), Some((doc, operation))) = (shape, &context.document) {
+                    if response.errors.iter().all(|e| !e.path.is_empty()) {
+                        doc.accept(operation.as_deref(), shape);
+                    }
+                }
+                response
+            }
             Err(error) => Response::from_errors(vec![error]),
         };
         context.finish(&mut response);
@@ -156,7 +202,7 @@ struct RequestContext {
     budget: Arc<CallBudget>,
     /// The parsed document and operation name, kept for shaping the response (the cached
     /// tree that async-graphql executes a copy of, not a second parse).
-    document: Option<(Arc<ExecutableDocument>, Option<String>)>,
+    document: Option<(Arc<Document>, Option<String>)>,
     /// Where the request's loader batches run (see [`Batches`]).
     batches: Batches,
 }
@@ -254,6 +300,14 @@ fn introspects(doc: &ExecutableDocument, operation: &OperationDefinition) -> boo
     walk(doc, &operation.selection_set.node, &mut Vec::new())
 }
 
+/// Whether a prepared request still needs async-graphql's validation rules.
+enum Validation {
+    /// Its document passed them before with variables of this shape.
+    Known,
+    /// It needs them; once it passes, its document keeps the shape (when it is small enough).
+    Needed(Option<Variables>),
+}
+
 /// A required variable (non-null, no default) that the request leaves out or sets to null is
 /// the client's mistake, reported before execution as `BAD_USER_INPUT` (async-graphql would
 /// only notice while resolving, as an error without a code). Values of the wrong type are
@@ -279,7 +333,7 @@ fn check_variables(operation: &OperationDefinition, variables: &Variables) -> Se
 impl RequestContext {
     /// Attaches the request's own metered store, repo, writes and loaders (never shared
     /// between requests), after refusing what must not run.
-    fn prepare(&mut self, request: Request) -> ServerResult<Request> {
+    fn prepare(&mut self, request: Request) -> ServerResult<(Request, Validation)> {
         let shared = &self.shared;
         let options = &shared.options;
         // Hostile documents are refused by size before anything parses them.
@@ -305,17 +359,24 @@ impl RequestContext {
         // the request, so async-graphql does not parse it again.
         let mut request = request;
         let operation_name = request.operation_name.clone();
-        match shared.documents.get_or_parse(&request.query) {
+        let validation = match shared.documents.get_or_parse(&request.query) {
             Ok(doc) => {
+                let tree = doc.tree();
                 if let Some(facts) = &facts {
-                    facts.note_operation(&doc, operation_name.as_deref());
+                    facts.note_operation(tree, operation_name.as_deref());
                 }
-                self.admit(&doc, operation_name.as_deref(), &request.variables, &access)?;
-                request.set_parsed_query(ExecutableDocument::clone(&doc));
+                self.admit(tree, operation_name.as_deref(), &request.variables, &access)?;
+                request.set_parsed_query(ExecutableDocument::clone(tree));
+                let validation = if doc.is_accepted(operation_name.as_deref(), &request.variables) {
+                    Validation::Known
+                } else {
+                    Validation::Needed(doc.shape(&request.variables))
+                };
                 self.document = Some((doc, operation_name));
+                validation
             }
             Err(e) => return Err(ErrorCode::GraphqlParseFailed.tag(e)),
-        }
+        };
         let repo = Repo::for_request(
             shared.store.clone(),
             self.meter.clone(),
@@ -328,11 +389,12 @@ impl RequestContext {
             .with_retry(options.retry)
             .with_stats(shared.write_stats.clone());
         let loader: RequestLoader = Loaders::for_request(repo.clone(), &self.batches);
-        Ok(request
+        let request = request
             .data(repo)
             .data(loader)
             .data(writes)
-            .data(super::prefetch::Prefetched::default()))
+            .data(super::prefetch::Prefetched::default());
+        Ok((request, validation))
     }
 
     /// Shapes the response (selection order, failed fields nulled), makes sure every error
@@ -352,7 +414,7 @@ impl RequestContext {
             self.shared.order.shape(
                 &mut response.data,
                 &response.errors,
-                &doc,
+                doc.tree(),
                 operation_name.as_deref(),
             );
         }

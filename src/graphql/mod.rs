@@ -15,7 +15,9 @@ pub mod types;
 
 use async_graphql::{Context, EmptySubscription, Object, Schema, ID};
 
-pub use context::{Gateway, GatewayOptions, DEFAULT_MAX_CALLS, DEFAULT_MAX_READ_UNITS};
+pub use context::{
+    Gateway, GatewayOptions, ValidationCounts, DEFAULT_MAX_CALLS, DEFAULT_MAX_READ_UNITS,
+};
 pub use error::ApiError;
 use error::ApiResult;
 pub use mutation::MutationRoot;
