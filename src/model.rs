@@ -58,9 +58,13 @@ pub struct Issue {
     /// [`FieldValue`]). Only set values are present. Reading keeps the text as stored, so an
     /// issue can be read without its project's field definitions; writers check every value
     /// against its field's type.
-    pub values: BTreeMap<FieldId, String>,
+    pub values: BTreeMap<FieldId, CellText>,
     pub version: u64,
 }
+
+/// The text of one cell: inline up to 24 bytes, so that decoding the short cells of a grid
+/// page (numbers, dates, words) allocates nothing.
+pub type CellText = compact_str::CompactString;
 
 /// A project together with its custom fields in position order: what one Query of the
 /// project's partition returns.

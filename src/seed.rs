@@ -10,9 +10,12 @@ use serde::Serialize;
 
 use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::items;
-use crate::model::{CustomField, FieldType, FieldValue, Issue, IssueState, Project, Tenant};
+use crate::model::{
+    CellText, CustomField, FieldType, FieldValue, Issue, IssueState, Project, Tenant,
+};
 use crate::repo::RepoError;
 use crate::store::{retry, DynStore, Item, Key, StoreError};
+use compact_str::ToCompactString;
 
 /// The grid page every benchmark measures (`benches/grid.rs`, `examples/grid_instructions.rs`,
 /// `examples/loadgen.rs`; `benches/compare.sh` spells the same text for wrk and the Node
@@ -105,7 +108,7 @@ pub fn demo_items() -> Result<Vec<Item>, SeedError> {
             state,
             values: values
                 .iter()
-                .map(|(f, v)| Ok((id(FieldId::from_part(f))?, v.to_string())))
+                .map(|(f, v)| Ok((id(FieldId::from_part(f))?, CellText::from(*v))))
                 .collect::<Result<_, SeedError>>()?,
             version: 1,
         })
@@ -329,7 +332,7 @@ fn random_issue(rng: &mut StdRng, project: &Project, fields: &[CustomField], num
         }
         values.insert(
             field.id.clone(),
-            random_value(rng, field.field_type).to_string(),
+            random_value(rng, field.field_type).to_compact_string(),
         );
     }
     Issue {

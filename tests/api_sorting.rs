@@ -450,7 +450,7 @@ async fn nearly_full_column(app: &TestApp, issues: u32, empty: &[u32]) -> (Strin
     for num in 1..=issues {
         let mut values = std::collections::BTreeMap::new();
         if !empty.contains(&num) {
-            values.insert(field.id.clone(), (num % 7).to_string());
+            values.insert(field.id.clone(), (num % 7).to_string().into());
         }
         let issue = Issue {
             id: IssueId::generate(),

@@ -307,7 +307,7 @@ fn synthetic_rows(n: u32, has_value: impl Fn(u32) -> bool) -> (Project, FieldId,
     for num in 1..=n {
         let mut values = BTreeMap::new();
         if has_value(num) {
-            values.insert(field.id.clone(), (num % 97).to_string());
+            values.insert(field.id.clone(), (num % 97).to_string().into());
         }
         let issue = Issue {
             id: IssueId::generate(),

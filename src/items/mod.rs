@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::keys;
 use crate::model::{
-    CustomField, FieldType, FieldValue, Issue, IssueState, Project, Tenant, ValueError,
+    CellText, CustomField, FieldType, FieldValue, Issue, IssueState, Project, Tenant, ValueError,
 };
 use crate::store::{AttributeValue, Item, Key};
 
@@ -540,7 +540,7 @@ pub fn decode_issue(mut item: Item) -> Result<Issue, ItemError> {
     for (field_id, attr) in raw_values {
         match (FieldId::parse(&field_id), attr) {
             (Ok(field), AttributeValue::S(text) | AttributeValue::N(text)) => {
-                values.insert(field, text);
+                values.insert(field, CellText::from(text));
             }
             (field, _) => {
                 let field = field.map_or_else(|e| e.to_string(), |f| f.to_string());
@@ -838,8 +838,8 @@ mod tests {
             deleted: false,
         };
         let mut values = BTreeMap::new();
-        values.insert(start.id.clone(), "2023-05-01".to_string());
-        values.insert(items.id.clone(), "42".to_string());
+        values.insert(start.id.clone(), "2023-05-01".into());
+        values.insert(items.id.clone(), "42".into());
         let issue = Issue {
             id: IssueId::parse("issue-020e").unwrap(),
             project,

@@ -10,7 +10,7 @@ use super::{
     PK_ATTR, SK_ATTR, VALUES,
 };
 use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
-use crate::model::{CustomField, FieldType, Issue, IssueState, Project};
+use crate::model::{CellText, CustomField, FieldType, Issue, IssueState, Project};
 use crate::store::ddbjson::{self, JsonError, Reader, Scalar};
 use crate::store::{Item, RawItem};
 
@@ -123,7 +123,7 @@ fn issue_row_from_text(text: &str, ids: &mut SharedIds) -> Result<Option<IssueLi
         num: Option<u32>,
         name: Option<String>,
         state: Option<IssueState>,
-        values: Option<BTreeMap<FieldId, String>>,
+        values: Option<BTreeMap<FieldId, CellText>>,
         version: Option<u64>,
         /// Set on anything the one pass leaves to the attribute map.
         odd: bool,
@@ -140,7 +140,7 @@ fn issue_row_from_text(text: &str, ids: &mut SharedIds) -> Result<Option<IssueLi
             let is_map = r.map(|r, field| {
                 match (ids.field(&field), r.scalar()?) {
                     (Some(field), Scalar::S(text) | Scalar::N(text)) => {
-                        values.insert(field, text.into_owned());
+                        values.insert(field, CellText::from(&*text));
                     }
                     _ => odd = true,
                 }
@@ -571,11 +571,11 @@ mod tests {
         second.project = ProjectId::parse("project-0other").unwrap();
         second.id = IssueId::parse("issue-0other").unwrap();
         let other_field = FieldId::parse("xattrib-0other").unwrap();
-        second.values = [(other_field, "7".to_string())].into();
+        second.values = [(other_field, "7".into())].into();
         let text = |issue: &Issue| {
             let mut item = issue_item(issue);
             let cells = issue.values.iter();
-            let cells = cells.map(|(f, v)| (f.to_string(), AttributeValue::S(v.clone())));
+            let cells = cells.map(|(f, v)| (f.to_string(), AttributeValue::S(v.to_string())));
             item.insert(VALUES.into(), AttributeValue::M(cells.collect()));
             RawItem::Text {
                 text: serde_json::to_string(&item).unwrap(),

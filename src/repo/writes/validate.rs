@@ -9,6 +9,7 @@ use crate::ids::FieldId;
 use crate::model::{FieldType, FieldValue, Issue, ProjectData};
 use crate::store::capacity::item_size;
 use crate::store::{WriteOp, MAX_ITEM_BYTES, MAX_TRANSACT_BYTES, MAX_TRANSACT_WRITE};
+use compact_str::ToCompactString;
 
 pub(super) fn valid_name(field: &str, name: &str) -> Result<String, WriteError> {
     let trimmed = name.trim();
@@ -94,7 +95,7 @@ pub(super) fn apply_cells(
                 }
                 let value = FieldValue::parse(field.field_type, text)
                     .map_err(|e| invalid(&name, e.to_string()))?;
-                issue.values.insert(id.clone(), value.to_string());
+                issue.values.insert(id.clone(), value.to_compact_string());
             }
         }
     }
