@@ -143,7 +143,10 @@ impl Document {
     /// The shape to keep once a request with these variables has passed full validation, or
     /// `None` when the variables are too large to keep.
     pub fn shape(&self, variables: &Variables) -> Option<Variables> {
-        variables.values().try_fold(0, add_weight)?;
+        // Names count too: a client may send variables nobody declared, under any name.
+        variables.iter().try_fold(0, |weight, (name, value)| {
+            add_weight(weight + name.len(), value)
+        })?;
         let mut shape = variables.clone();
         for (name, value) in shape.iter_mut() {
             if matches!(value, Value::String(_)) && self.text_variables.contains(name) {
@@ -200,7 +203,7 @@ fn is_text(ty: &Type) -> bool {
     matches!(&ty.base, BaseType::Named(name) if name.as_str() == "String" || name.as_str() == "ID")
 }
 
-/// `weight` plus the weight of `value` (a value counts 8, a string or name also its bytes),
+/// `weight` plus the weight of `value` (a value counts 8, a string or field name also its bytes),
 /// or `None` past [`MAX_SHAPE_WEIGHT`]. Variables come from the request's JSON, so their
 /// nesting is bounded by its parser's recursion limit.
 fn add_weight(weight: usize, value: &Value) -> Option<usize> {
@@ -291,10 +294,13 @@ mod tests {
         let doc = Documents::default()
             .get_or_parse("query Q($s: String) { __typename }")
             .unwrap();
-        let fits = "x".repeat(MAX_SHAPE_WEIGHT - 8);
+        let fits = "x".repeat(MAX_SHAPE_WEIGHT - 9);
         assert!(doc.shape(&vars(json!({ "s": fits }))).is_some());
-        let long = "x".repeat(MAX_SHAPE_WEIGHT - 7);
+        let long = "x".repeat(MAX_SHAPE_WEIGHT - 8);
         assert!(doc.shape(&vars(json!({ "s": long }))).is_none());
+        let mut named = serde_json::Map::new();
+        named.insert("n".repeat(MAX_SHAPE_WEIGHT), json!(1));
+        assert!(doc.shape(&vars(serde_json::Value::Object(named))).is_none());
         let deep = json!([[[[[[[[[[[[[[[[[[[[["x".repeat(MAX_SHAPE_WEIGHT)]]]]]]]]]]]]]]]]]]]]]);
         assert!(doc.shape(&vars(json!({ "s": deep }))).is_none());
     }
