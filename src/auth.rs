@@ -128,6 +128,11 @@ pub enum AuthError {
     Expired,
     #[error("the token is not valid: {0}")]
     Invalid(&'static str),
+    #[error(
+        "the token expires more than {max_secs} seconds from now, past the longest token \
+         lifetime this server accepts"
+    )]
+    TooLong { max_secs: u64 },
 }
 
 /// How the server verifies callers, from the command line.
@@ -158,7 +163,17 @@ pub struct AuthArgs {
     /// Required `aud` claim.
     #[arg(long, env = "GRIDGATE_JWT_AUDIENCE")]
     pub jwt_audience: Option<String>,
+    /// The longest a token may still be valid, in seconds: a token whose `exp` lies further
+    /// in the future is refused, so a leaked token minted (by mistake or by a compromised
+    /// issuer) to last for years is not honoured for years.
+    #[arg(long, env = "GRIDGATE_JWT_MAX_LIFETIME", default_value_t = DEFAULT_MAX_TOKEN_LIFETIME_SECS,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub jwt_max_lifetime: u64,
 }
+
+/// Default of `--jwt-max-lifetime`: a day, the usual ceiling of identity providers' access
+/// tokens (Auth0's default is 24 hours; most issue tokens of an hour).
+pub const DEFAULT_MAX_TOKEN_LIFETIME_SECS: u64 = 24 * 60 * 60;
 
 impl Default for AuthArgs {
     fn default() -> Self {
@@ -171,6 +186,7 @@ impl Default for AuthArgs {
             jwt_algorithm: None,
             jwt_issuer: None,
             jwt_audience: None,
+            jwt_max_lifetime: DEFAULT_MAX_TOKEN_LIFETIME_SECS,
         }
     }
 }
@@ -199,6 +215,8 @@ pub enum Authenticator {
 pub struct JwtVerifier {
     keys: Keys,
     validation: Validation,
+    /// The furthest in the future a token's `exp` may lie.
+    max_lifetime: Duration,
 }
 
 enum Keys {
@@ -335,6 +353,7 @@ impl Authenticator {
         Ok(Authenticator::Jwt(Box::new(JwtVerifier {
             keys,
             validation,
+            max_lifetime: Duration::from_secs(args.jwt_max_lifetime),
         })))
     }
 
@@ -348,10 +367,12 @@ impl Authenticator {
             return Ok(Access::Unrestricted);
         };
         let header = authorization.ok_or(AuthError::Missing)?;
+        // The scheme is case-insensitive (RFC 7235, section 2.1): `Bearer`, `bearer`, `BEARER`.
         let token = header
-            .strip_prefix("Bearer ")
-            .or_else(|| header.strip_prefix("bearer "))
-            .map(str::trim)
+            .trim_start()
+            .split_once(' ')
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim())
             .filter(|t| !t.is_empty())
             .ok_or(AuthError::Malformed)?;
         verifier.verify(token)
@@ -397,6 +418,17 @@ impl JwtVerifier {
                 }
             })?;
         let claims = data.claims;
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let latest = now
+            .saturating_add(self.max_lifetime.as_secs())
+            .saturating_add(self.validation.leeway);
+        if claims.exp > latest {
+            return Err(AuthError::TooLong {
+                max_secs: self.max_lifetime.as_secs(),
+            });
+        }
         if claims.sub.is_empty() || claims.sub.len() > MAX_SUBJECT_BYTES {
             return Err(AuthError::Invalid("bad subject claim"));
         }
@@ -506,6 +538,65 @@ mod tests {
         assert_eq!(
             auth.authenticate(Some(&format!("Bearer {other}"))),
             Err(AuthError::Invalid("bad signature"))
+        );
+    }
+
+    fn minted(ttl: Duration) -> String {
+        mint_hs256(SECRET, "a", "tenant-1", "grid:read", ttl, None, None).unwrap()
+    }
+
+    #[test]
+    fn the_scheme_is_case_insensitive() {
+        let auth = jwt();
+        let token = minted(Duration::from_secs(60));
+        for scheme in ["Bearer", "bearer", "BEARER", "bEaReR"] {
+            let header = format!("{scheme} {token}");
+            assert!(auth.authenticate(Some(&header)).is_ok(), "{scheme}");
+        }
+        for header in [
+            format!("Bearer{token}"),
+            "Bearer ".into(),
+            format!("Token {token}"),
+        ] {
+            assert_eq!(auth.authenticate(Some(&header)), Err(AuthError::Malformed));
+        }
+    }
+
+    #[test]
+    fn a_token_valid_for_longer_than_the_maximum_is_refused() {
+        let auth = Authenticator::from_args(&AuthArgs {
+            auth: AuthMode::Jwt,
+            jwt_secret: Some(SECRET.into()),
+            jwt_max_lifetime: 3600,
+            ..AuthArgs::default()
+        })
+        .unwrap();
+        let fits = minted(Duration::from_secs(3600));
+        assert!(auth.authenticate(Some(&format!("Bearer {fits}"))).is_ok());
+        let too_long = minted(Duration::from_secs(3600 + 120));
+        assert_eq!(
+            auth.authenticate(Some(&format!("Bearer {too_long}"))),
+            Err(AuthError::TooLong { max_secs: 3600 })
+        );
+        // `exp` = 2^63: never expires, so never accepted.
+        let forever = jsonwebtoken::encode(
+            &Header::new(Algorithm::HS256),
+            &Claims {
+                sub: "a".into(),
+                tenant: "tenant-1".into(),
+                scope: "grid:read".into(),
+                exp: 1 << 63,
+                iss: None,
+                aud: None,
+            },
+            &EncodingKey::from_secret(SECRET.as_bytes()),
+        )
+        .unwrap();
+        assert_eq!(
+            jwt().authenticate(Some(&format!("Bearer {forever}"))),
+            Err(AuthError::TooLong {
+                max_secs: DEFAULT_MAX_TOKEN_LIFETIME_SECS
+            })
         );
     }
 

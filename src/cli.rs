@@ -13,6 +13,7 @@ use crate::auth::{AuthArgs, Authenticator};
 use crate::config::StoreConfig;
 use crate::graphql::analysis::QueryLimits;
 use crate::graphql::GatewayOptions;
+use crate::http::admission::{Rate, Shares};
 use crate::http::HttpLimits;
 use crate::ids::{ProjectId, TenantId};
 use crate::paging::{CursorKeys, Limits};
@@ -173,6 +174,17 @@ pub struct LimitArgs {
     /// GraphQL requests in flight before 503.
     #[arg(long, env = "GRIDGATE_MAX_IN_FLIGHT")]
     pub max_in_flight: Option<usize>,
+    /// Requests one caller (a tenant; the unauthenticated traffic counts as one more) may have
+    /// in flight before it gets 429.
+    #[arg(long, env = "GRIDGATE_TENANT_MAX_IN_FLIGHT", default_value_t = crate::http::admission::DEFAULT_CALLER_IN_FLIGHT)]
+    pub tenant_max_in_flight: usize,
+    /// Requests per second one caller may sustain before it gets 429 (0: no rate limit).
+    #[arg(long, env = "GRIDGATE_TENANT_RATE", default_value_t = crate::http::admission::DEFAULT_RATE_PER_SECOND)]
+    pub tenant_rate: u32,
+    /// Requests one caller may send at once beyond its rate (the bucket's size).
+    #[arg(long, env = "GRIDGATE_TENANT_BURST", default_value_t = crate::http::admission::DEFAULT_BURST,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub tenant_burst: u32,
     /// Largest request body, in bytes.
     #[arg(long, env = "GRIDGATE_MAX_BODY_BYTES")]
     pub max_body_bytes: Option<usize>,
@@ -200,6 +212,10 @@ impl LimitArgs {
         HttpLimits {
             request_timeout: ms(self.request_timeout_ms, d.request_timeout),
             max_in_flight: self.max_in_flight.unwrap_or(d.max_in_flight).max(1),
+            shares: Shares {
+                caller_in_flight: self.tenant_max_in_flight.max(1),
+                rate: Rate::per_second(self.tenant_rate, self.tenant_burst),
+            },
             max_body_bytes: self.max_body_bytes.unwrap_or(d.max_body_bytes),
             shutdown_grace: ms(self.shutdown_grace_ms, d.shutdown_grace),
             ..d

@@ -16,7 +16,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use gridgate::app::Settings;
+use gridgate::auth::{mint_hs256, AuthArgs, AuthMode, Authenticator};
 use gridgate::graphql::GatewayOptions;
+use gridgate::http::admission::{Rate, Shares};
 use gridgate::http::HttpLimits;
 use gridgate::store::{
     BatchGetOutput, DynStore, GetOutput, Item, Key, Query, QueryOutput, ScanOutput, Store,
@@ -498,6 +500,9 @@ async fn body_size_is_refused(backend: Backend) {
     )
     .await;
     declared.refused(413, "BAD_REQUEST");
+    // The rest of the body is never read, so the connection closes, and the answer says so:
+    // a pooled client must not send its next request into it.
+    assert_eq!(declared.header("connection"), Some("close"));
     // Without a Content-Length (chunked), the limit stops the read.
     let head = "POST /graphql HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n\
                 transfer-encoding: chunked\r\nconnection: close\r\n\r\n";
@@ -947,82 +952,84 @@ async fn validation_is_skipped_only_where_it_would_pass(backend: Backend) {
     let cursor = first_page.body["data"]["project"]["issues"]["pageInfo"]["endCursor"].clone();
     assert!(cursor.is_string(), "{:#}", first_page.body);
     let by_field = json!({"field": "CUSTOM_FIELD", "customFieldId": START});
-    const FAILS: Option<&str> = Some("GRAPHQL_VALIDATION_FAILED");
-    // (variables, whether validation is skipped, the code of the reply's first error)
+    // Variables of the wrong type are refused before validation, as the client's input.
+    const REFUSED: Option<&str> = Some("BAD_USER_INPUT");
+    // (variables, whether validation is skipped (`None`: the variables are refused before
+    // validation), the code of the reply's first error)
     let cases = [
         (
             json!({"project": BRIDGE, "first": 2, "order": num}),
-            true,
+            Some(true),
             None,
         ),
         (
             json!({"project": "project-0000", "first": 2, "order": num}),
-            true,
+            Some(true),
             None,
         ),
         (
             json!({"project": "x", "first": 2, "order": num}),
-            true,
+            Some(true),
             Some("BAD_USER_INPUT"),
         ),
         (
             json!({"project": BRIDGE, "first": 3, "order": num}),
-            false,
+            Some(false),
             None,
         ),
         (
             json!({"project": BRIDGE, "first": 2, "order": {"field": "NUMB"}}),
-            false,
-            FAILS,
+            None,
+            REFUSED,
         ),
         (
             json!({"project": BRIDGE, "first": 2, "order": {"field": "NUMB"}}),
-            false,
-            FAILS,
+            None,
+            REFUSED,
         ),
         (
             json!({"project": BRIDGE, "first": "2", "order": num}),
-            false,
-            FAILS,
+            None,
+            REFUSED,
         ),
         (
             json!({"project": 35, "first": 2, "order": num}),
-            false,
+            Some(false),
             Some("BAD_USER_INPUT"),
         ),
         (
             json!({"project": BRIDGE, "first": 2, "order": num, "after": cursor}),
-            false,
+            Some(false),
             None,
         ),
         (
             json!({"project": BRIDGE, "first": 2, "order": num, "after": "x"}),
-            true,
+            Some(true),
             Some("BAD_USER_INPUT"),
         ),
         (
             json!({"project": BRIDGE, "first": 2, "order": num, "after": 5}),
-            false,
-            FAILS,
+            None,
+            REFUSED,
         ),
         (
             json!({"project": BRIDGE, "first": 2, "order": num, "after": null}),
-            false,
+            Some(false),
             None,
         ),
         (
             json!({"project": BRIDGE, "first": 2, "order": by_field}),
-            false,
+            Some(false),
             None,
         ),
         (
             json!({"project": BRIDGE, "first": 2, "order": by_field}),
-            true,
+            Some(true),
             None,
         ),
         (
             json!({"project": BRIDGE, "first": 2, "order": num, "unused": 1}),
-            false,
+            Some(false),
             None,
         ),
     ];
@@ -1035,7 +1042,11 @@ async fn validation_is_skipped_only_where_it_would_pass(backend: Backend) {
                 counts.skipped - before.skipped,
                 counts.validated - before.validated
             ),
-            if skips { (1, 0) } else { (0, 1) },
+            match skips {
+                Some(true) => (1, 0),
+                Some(false) => (0, 1),
+                None => (0, 0),
+            },
             "case {i}: {variables}"
         );
         assert_eq!(
@@ -1208,7 +1219,310 @@ async fn slow_bodies_are_refused() {
     assert!(body["errors"][0]["extensions"]["requestId"].is_string());
 }
 
+// ---------------------------------------------------------------------------------------------
+// Fair shares between tenants.
+
+const SECRET: &str = "abuse-secret-abuse-secret-abuse-secret";
+const ACME: &str = "tenant-0807";
+const MEDIA: &str = "tenant-3cc8";
+
+fn jwt_settings(shares: Shares) -> Settings {
+    let auth = Authenticator::from_args(&AuthArgs {
+        auth: AuthMode::Jwt,
+        jwt_secret: Some(SECRET.into()),
+        ..AuthArgs::default()
+    })
+    .expect("jwt settings");
+    Settings {
+        auth,
+        http: HttpLimits {
+            max_in_flight: 8,
+            shares,
+            ..HttpLimits::default()
+        },
+        ..Settings::default()
+    }
+}
+
+fn bearer(tenant: &str) -> String {
+    let token = mint_hs256(
+        SECRET,
+        "tester",
+        tenant,
+        "grid:read grid:write",
+        Duration::from_secs(600),
+        None,
+        None,
+    )
+    .expect("token");
+    format!("Bearer {token}")
+}
+
+async fn post_as(app: &TestApp, authorization: &str, query: &str) -> Reply {
+    reply(
+        app.client
+            .post(app.url("/graphql"))
+            .header("accept", "application/graphql-response+json")
+            .header("authorization", authorization)
+            .json(&json!({ "query": query })),
+    )
+    .await
+}
+
+/// `gridgate_admission_refusals_total` for one reason and caller, from `/metrics`.
+async fn refusals(app: &TestApp, reason: &str, caller: &str) -> u64 {
+    let text = within("/metrics", app.client.get(app.url("/metrics")).send())
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let series =
+        format!("gridgate_admission_refusals_total{{caller=\"{caller}\",reason=\"{reason}\"}} ");
+    text.lines()
+        .find_map(|line| line.strip_prefix(&series))
+        .map_or(0, |n| n.parse().unwrap())
+}
+
+/// A tenant with its share of requests in flight gets 429 with `Retry-After`, while another
+/// tenant is served at once; the share comes back as its requests finish.
+async fn a_tenant_past_its_share_does_not_take_the_others_room(backend: Backend) {
+    let shares = Shares {
+        caller_in_flight: 2,
+        rate: None,
+    };
+    let (app, probe) = probed_app(backend, jwt_settings(shares)).await;
+    let app = Arc::new(app);
+    let (acme, media) = (bearer(ACME), bearer(MEDIA));
+    const READ: &str = r#"{ tenant(id: "tenant-0807") { name } }"#;
+    probe.close_gate();
+    let parked: Vec<_> = (0..2)
+        .map(|_| {
+            let (app, acme) = (app.clone(), acme.clone());
+            tokio::spawn(async move { post_as(&app, &acme, READ).await })
+        })
+        .collect();
+    probe.wait_parked(2).await;
+    let calls = probe.calls();
+    let refused = post_as(&app, &acme, "{ __typename }").await;
+    refused.refused(429, "RATE_LIMITED");
+    assert_eq!(refused.header("retry-after"), Some("1"));
+    // Another tenant, and an unauthenticated request, are answered as ever.
+    let other = post_as(&app, &media, "{ __typename }").await;
+    assert_eq!(other.status, 200, "{:#}", other.body);
+    assert_eq!(other.body["data"]["__typename"], "Query");
+    let anonymous = reply(
+        app.client
+            .post(app.url("/graphql"))
+            .json(&json!({"query": "{ __typename }"})),
+    )
+    .await;
+    anonymous.refused(401, "UNAUTHENTICATED");
+    assert_eq!(probe.calls(), calls, "a refused request costs nothing");
+    assert_eq!(refusals(&app, "caller_in_flight", "tenant").await, 1);
+    probe.open_gate();
+    for request in parked {
+        let reply = within("a parked request", request).await.unwrap();
+        assert_eq!(reply.body["data"]["tenant"]["name"], "ACME Engineering");
+    }
+    let after = post_as(&app, &acme, "{ __typename }").await;
+    assert_eq!(after.status, 200, "{:#}", after.body);
+}
+
+/// Each tenant, and the unauthenticated traffic, has its own token bucket: past it, 429 with
+/// the seconds until its next token in `Retry-After`; the others are served.
+async fn each_tenant_has_its_own_rate(backend: Backend) {
+    // A burst of 3, then one request an hour: nothing refills while the test runs.
+    let shares = Shares {
+        caller_in_flight: 100,
+        rate: Some(Rate {
+            refill: Duration::from_secs(3600),
+            burst: std::num::NonZeroU32::new(3).unwrap(),
+        }),
+    };
+    let (app, probe) = probed_app(backend, jwt_settings(shares)).await;
+    let (acme, media) = (bearer(ACME), bearer(MEDIA));
+    for _ in 0..3 {
+        let ok = post_as(&app, &acme, "{ __typename }").await;
+        assert_eq!(ok.status, 200, "{:#}", ok.body);
+    }
+    let calls = probe.calls();
+    let limited = post_as(&app, &acme, r#"{ tenant(id: "tenant-0807") { name } }"#).await;
+    limited.refused(429, "RATE_LIMITED");
+    let retry_after: u64 = limited.header("retry-after").unwrap().parse().unwrap();
+    assert!(retry_after > 3000 && retry_after <= 3600, "{retry_after}");
+    assert_eq!(probe.calls(), calls, "a refused request costs nothing");
+    for _ in 0..3 {
+        let other = post_as(&app, &media, "{ __typename }").await;
+        assert_eq!(other.status, 200, "{:#}", other.body);
+    }
+    // Bad credentials share one bucket: 401 while it lasts, then a cheap 429.
+    for _ in 0..3 {
+        post_as(&app, "Bearer not-a-token", "{ __typename }")
+            .await
+            .refused(401, "UNAUTHENTICATED");
+    }
+    post_as(&app, "Bearer not-a-token", "{ __typename }")
+        .await
+        .refused(429, "RATE_LIMITED");
+    // ...which is not the tenants' bucket.
+    post_as(&app, &media, "{ __typename }")
+        .await
+        .refused(429, "RATE_LIMITED");
+    assert_eq!(refusals(&app, "rate", "tenant").await, 2);
+    assert_eq!(refusals(&app, "rate", "unauthenticated").await, 1);
+}
+
+/// Requests whose credentials or body are ambiguous are refused before anything runs: two
+/// `Authorization` headers (over HTTP/1.1 and HTTP/2), a JSON body that repeats a key at any
+/// depth, a URL that repeats a parameter.
+async fn ambiguous_requests_are_refused(backend: Backend) {
+    let (app, probe) = probed_app(backend, jwt_settings(Shares::default())).await;
+    let (acme, media) = (bearer(ACME), bearer(MEDIA));
+    let h2 = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .build()
+        .unwrap();
+    for client in [&app.client, &h2] {
+        let twice = reply(
+            client
+                .post(app.url("/graphql"))
+                .header("authorization", &acme)
+                .header("authorization", &media)
+                .json(&json!({"query": "{ __typename }"})),
+        )
+        .await;
+        let error = twice.refused(400, "BAD_REQUEST");
+        assert!(
+            error["message"].as_str().unwrap().contains("Authorization"),
+            "{error}"
+        );
+    }
+    let calls = probe.calls();
+    for body in [
+        r#"{"query": "{ __typename }", "query": "mutation { deleteIssue(input: {id: \"issue-020e\"}) { deletedId } }"}"#,
+        r#"{"query": "query($p: ID!) { project(id: $p) { name } }", "variables": {"p": "project-35e9", "p": "project-7b7e"}}"#,
+        r#"{"query": "{ __typename }", "extensions": {"a": {"b": 1, "b": 2}}}"#,
+    ] {
+        let refused = reply(
+            app.client
+                .post(app.url("/graphql"))
+                .header("authorization", &acme)
+                .header("content-type", "application/json")
+                .body(body),
+        )
+        .await;
+        let error = refused.refused(400, "BAD_REQUEST");
+        assert!(
+            error["message"]
+                .as_str()
+                .unwrap()
+                .contains("repeats the key"),
+            "{body}: {error}"
+        );
+    }
+    let repeated = reply(
+        app.client
+            .get(format!(
+                "{}?query=%7B__typename%7D&query=%7Btenant(id%3A%22tenant-0807%22)%7Bname%7D%7D",
+                app.url("/graphql")
+            ))
+            .header("authorization", &acme),
+    )
+    .await;
+    repeated.refused(400, "BAD_REQUEST");
+    assert_eq!(probe.calls(), calls, "refused before any call");
+    // The scheme is case-insensitive.
+    let upper = reply(
+        app.client
+            .post(app.url("/graphql"))
+            .header("authorization", acme.replace("Bearer", "BEARER"))
+            .json(&json!({"query": "{ __typename }"})),
+    )
+    .await;
+    assert_eq!(upper.status, 200, "{:#}", upper.body);
+}
+
+/// A token valid for longer than the server's maximum lifetime is refused, whatever its
+/// signature says.
+async fn tokens_past_the_maximum_lifetime_are_refused(backend: Backend) {
+    let mut settings = jwt_settings(Shares::default());
+    settings.auth = Authenticator::from_args(&AuthArgs {
+        auth: AuthMode::Jwt,
+        jwt_secret: Some(SECRET.into()),
+        jwt_max_lifetime: 3600,
+        ..AuthArgs::default()
+    })
+    .unwrap();
+    let (app, _probe) = probed_app(backend, settings).await;
+    let token = |ttl| {
+        mint_hs256(
+            SECRET,
+            "t",
+            ACME,
+            "grid:read",
+            Duration::from_secs(ttl),
+            None,
+            None,
+        )
+        .unwrap()
+    };
+    let fits = post_as(&app, &format!("Bearer {}", token(3000)), "{ __typename }").await;
+    assert_eq!(fits.status, 200, "{:#}", fits.body);
+    let long = post_as(
+        &app,
+        &format!("Bearer {}", token(10 * 365 * 86400)),
+        "{ __typename }",
+    )
+    .await;
+    let error = long.refused(401, "UNAUTHENTICATED");
+    assert!(
+        error["message"].as_str().unwrap().contains("lifetime"),
+        "{error}"
+    );
+}
+
+/// The specification's variable rules: a `String` variable may not stand for an `ID`, and a
+/// variable used only in a directive of `__typename` is used.
+async fn variables_are_checked_where_they_are_used(backend: Backend) {
+    let (app, probe) = default_app(backend).await;
+    let calls = probe.calls();
+    let string_for_id = post(
+        &app,
+        "query($p: String!) { project(id: $p) { id } }",
+        json!({"p": BRIDGE}),
+    )
+    .await;
+    let error = string_for_id.refused(400, "GRAPHQL_VALIDATION_FAILED");
+    assert!(
+        error["message"].as_str().unwrap().contains("`ID!`"),
+        "{error}"
+    );
+    assert_eq!(probe.calls(), calls);
+    let query = "query($b: Boolean!) { __typename @skip(if: $b) }";
+    let skipped = post(&app, query, json!({"b": true})).await;
+    assert_eq!(skipped.status, 200, "{:#}", skipped.body);
+    assert_eq!(skipped.body["data"], json!({}));
+    let kept = post(&app, query, json!({"b": false})).await;
+    assert_eq!(kept.body["data"], json!({"__typename": "Query"}));
+    let included = post(
+        &app,
+        "query($b: Boolean!) { project(id: \"project-35e9\") { t: __typename @include(if: $b) name } }",
+        json!({"b": true}),
+    )
+    .await;
+    assert_eq!(
+        included.body["data"],
+        json!({"project": {"t": "Project", "name": "Forth Rail Bridge"}})
+    );
+}
+
 crate::both_stores!(
+    a_tenant_past_its_share_does_not_take_the_others_room,
+    each_tenant_has_its_own_rate,
+    ambiguous_requests_are_refused,
+    tokens_past_the_maximum_lifetime_are_refused,
+    variables_are_checked_where_they_are_used,
     fragment_bombs_are_refused,
     nested_connections_are_refused,
     aliases_are_refused,

@@ -409,9 +409,9 @@ async fn authorization_matrix(backend: Backend) {
         assert!(body.get("errors").is_none(), "{}: {body}", op.name);
     }
 
-    // Creating tenants needs grid:admin.
+    // Creating tenants needs grid:admin, checked before anything runs, like every scope.
     let (status, body) = send(&app, Some(&acme), CREATE_TENANT, json!({})).await;
-    assert_eq!(status, 200);
+    assert_eq!(status, 403, "{body}");
     assert_eq!(
         body["errors"][0]["extensions"]["code"], "FORBIDDEN",
         "{body}"

@@ -513,6 +513,18 @@ async fn failed_fields_are_null_as_the_spec_says(backend: Backend) {
         .await;
     assert_eq!(body["data"], Value::Null);
     assert_eq!(body["errors"][0]["extensions"]["code"], "NOT_FOUND");
+    // `data` is null, but the tenant was created: the answer says so.
+    let applied = body["extensions"]["applied"].as_array().expect("applied");
+    assert_eq!(applied.len(), 1, "{body:#}");
+    assert_eq!(applied[0]["mutation"], "createTenant");
+    let tenant = applied[0]["id"].as_str().unwrap();
+    let read = app
+        .data(
+            "query($id: ID!) { tenant(id: $id) { name } }",
+            json!({ "id": tenant }),
+        )
+        .await;
+    assert_eq!(read["tenant"]["name"], "A");
     let body = app
         .post(
             r#"{ nodes(ids: ["issue-020e"]) { id ... on Issue { f: fieldValue(fieldId: "bad") { value } } } }"#,
@@ -893,7 +905,265 @@ async fn write_costs(backend: Backend) {
     assert_eq!(cost["writeCapacityUnits"], 2.0);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Wrong-typed input: refused before anything runs.
+
+const ACME: &str = "tenant-0807";
+const BRIDGE: &str = "project-35e9";
+const ISSUE: &str = "issue-020e";
+const SIGN_OFF: &str = "xattrib-47e5";
+
+/// A valid input of `mutation` on the demo data. Every mutation of the schema needs one: a
+/// mutation added later fails the matrix until it has one here.
+fn valid_input(mutation: &str) -> Value {
+    match mutation {
+        "createTenant" => json!({"name": "Matrix"}),
+        "updateTenant" => json!({"id": ACME, "name": "Renamed"}),
+        "createProject" => json!({"tenantId": ACME, "name": "P"}),
+        "updateProject" => json!({"id": BRIDGE, "name": "R"}),
+        "deleteProject" => json!({"id": BRIDGE}),
+        "createCustomField" => json!({"projectId": BRIDGE, "name": "F", "type": "TEXT"}),
+        "updateCustomField" => json!({"id": SIGN_OFF, "name": "G"}),
+        "deleteCustomField" => json!({"id": SIGN_OFF}),
+        "createIssue" => {
+            json!({"projectId": BRIDGE, "name": "I", "fieldValues": [{"fieldId": SIGN_OFF, "value": "ok"}]})
+        }
+        "updateIssue" => json!({"id": ISSUE, "name": "J"}),
+        "setIssueFieldValues" => {
+            json!({"issueId": ISSUE, "values": [{"fieldId": SIGN_OFF, "value": "x"}]})
+        }
+        "deleteIssue" => json!({"id": ISSUE}),
+        other => panic!("the matrix has no valid input for `{other}`: add one"),
+    }
+}
+
+/// The schema's mutations, each with its input type's fields (name, type as SDL text).
+fn mutations() -> Vec<(String, Vec<(String, String)>)> {
+    use async_graphql::parser::types::{TypeKind, TypeSystemDefinition};
+    let schema = async_graphql::parser::parse_schema(gridgate::graphql::sdl()).unwrap();
+    let mut inputs = std::collections::HashMap::new();
+    let mut mutations = Vec::new();
+    for definition in &schema.definitions {
+        let TypeSystemDefinition::Type(ty) = definition else {
+            continue;
+        };
+        let ty = &ty.node;
+        match &ty.kind {
+            TypeKind::InputObject(input) => {
+                let fields = input
+                    .fields
+                    .iter()
+                    .map(|f| (f.node.name.node.to_string(), f.node.ty.node.to_string()));
+                inputs.insert(ty.name.node.to_string(), fields.collect::<Vec<_>>());
+            }
+            TypeKind::Object(object) if ty.name.node == "Mutation" => {
+                for field in &object.fields {
+                    let input = field.node.arguments[0].node.ty.node.to_string();
+                    mutations.push((field.node.name.node.to_string(), input));
+                }
+            }
+            _ => {}
+        }
+    }
+    mutations
+        .into_iter()
+        .map(|(name, input)| {
+            let fields = inputs[input.trim_end_matches('!')].clone();
+            (name, fields)
+        })
+        .collect()
+}
+
+/// Values of every shape (string, number, boolean, list, object, null) that are wrong for a
+/// value of type `ty` (SDL text), each with its shape's name. A shape that could be right for
+/// the type (a string for a `String`) is left out.
+fn wrong_values(ty: &str) -> Vec<(&'static str, Value)> {
+    let required = ty.ends_with('!');
+    let named = ty.trim_end_matches('!');
+    let mut wrong = Vec::new();
+    if !matches!(named, "String" | "ID") {
+        // Not a value of any enum of the schema either.
+        wrong.push(("string", json!("not-a-value")));
+    }
+    // A float is a number, but not an `Int` or an `ID`.
+    wrong.push((
+        "number",
+        if named == "Int" || named == "ID" {
+            json!(1.5)
+        } else {
+            json!(5)
+        },
+    ));
+    wrong.push(("boolean", json!(true)));
+    // A list where a single value is expected, or a list of booleans where a list of
+    // anything else is: the schema's inputs have no boolean.
+    wrong.push(("list", json!([true])));
+    // No input type has a field `bogus`, and no scalar takes an object.
+    wrong.push(("object", json!({"bogus": 1})));
+    if required {
+        wrong.push(("null", Value::Null));
+    }
+    wrong
+}
+
+/// A JSON value as a GraphQL literal (strings quoted; the checks take a string for an enum).
+fn literal(value: &Value) -> String {
+    match value {
+        Value::Object(map) => {
+            let fields: Vec<String> = map
+                .iter()
+                .map(|(k, v)| format!("{k}: {}", literal(v)))
+                .collect();
+            format!("{{{}}}", fields.join(", "))
+        }
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(literal).collect();
+            format!("[{}]", items.join(", "))
+        }
+        other => other.to_string(),
+    }
+}
+
+/// Every item of the table, to compare before and after (as a set: [`Table`]'s equality).
+async fn table(app: &TestApp) -> Table {
+    let mut items = Vec::new();
+    let mut start = None;
+    loop {
+        let page = app.store.scan(start.as_ref(), None).await.expect("scan");
+        items.extend(page.items);
+        match page.last_evaluated {
+            Some(key) => start = Some(key),
+            None => break,
+        }
+    }
+    Table(items)
+}
+
+/// A table's items; two tables are equal when they hold the same items, in any order (items
+/// are maps, with no order to sort them by).
+#[derive(Debug)]
+struct Table(Vec<gridgate::store::Item>);
+
+impl PartialEq for Table {
+    fn eq(&self, other: &Table) -> bool {
+        self.0.len() == other.0.len() && self.0.iter().all(|item| other.0.contains(item))
+    }
+}
+
+/// Every mutation, with every wrong-typed shape put in its `input` and in each of its input's
+/// fields, sent in variables and as literals: each is refused with a client's code before a
+/// single store call, and the table is unchanged after all of them.
+async fn wrong_typed_input_is_refused_before_anything_runs(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    app.seed_demo().await;
+    let before = table(&app).await;
+    let mut cases = 0;
+    for (mutation, fields) in mutations() {
+        let valid = valid_input(&mutation);
+        // (where, the input with one wrong value)
+        let mut inputs: Vec<(String, Value)> = wrong_values("Input!")
+            .into_iter()
+            .map(|(shape, wrong)| (format!("input as {shape}"), wrong))
+            .collect();
+        for (field, ty) in &fields {
+            for (shape, wrong) in wrong_values(ty) {
+                let mut input = valid.clone();
+                input[field.as_str()] = wrong;
+                inputs.push((format!("{field} as {shape}"), input));
+            }
+        }
+        for (place, input) in inputs {
+            let by_variable = format!(
+                "mutation($in: {}!) {{ {mutation}(input: $in) {{ __typename }} }}",
+                input_type(&mutation)
+            );
+            let by_literal = format!(
+                "mutation {{ {mutation}(input: {}) {{ __typename }} }}",
+                literal(&input)
+            );
+            for (how, query, variables) in [
+                ("variables", by_variable, json!({ "in": input })),
+                ("literal", by_literal, json!({})),
+            ] {
+                let body = app.post(&query, variables).await;
+                let code = body["errors"][0]["extensions"]["code"].as_str();
+                assert!(
+                    matches!(code, Some("BAD_USER_INPUT" | "GRAPHQL_VALIDATION_FAILED")),
+                    "{mutation}, {place}, in {how}: {body:#}"
+                );
+                assert!(body["data"].is_null(), "{mutation}, {place}: {body:#}");
+                assert!(body["extensions"].get("applied").is_none(), "{body:#}");
+                assert_eq!(
+                    body["extensions"]["cost"]["dynamodbCalls"], 0,
+                    "{mutation}, {place}, in {how}: refused before any call: {body:#}"
+                );
+                cases += 1;
+            }
+        }
+    }
+    assert_eq!(
+        table(&app).await,
+        before,
+        "no wrong-typed input changed anything"
+    );
+    // Every mutation, its input and each input field, with 4 to 6 shapes, two ways.
+    assert!(cases > 400, "{cases} cases");
+    eprintln!("wrong-typed input matrix: {cases} requests, all refused, table unchanged");
+}
+
+fn input_type(mutation: &str) -> String {
+    let mut chars = mutation.chars();
+    let first = chars.next().unwrap().to_ascii_uppercase();
+    format!("{first}{}Input", chars.as_str())
+}
+
+/// A document whose first mutation is valid and whose second has wrong-typed input runs
+/// nothing: the first mutation is not applied behind an error.
+async fn no_mutation_runs_before_a_refused_input(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    app.seed_demo().await;
+    let before = table(&app).await;
+    let query = r#"mutation($in: CreateIssueInput!) {
+        a: updateIssue(input: {id: "issue-020e", name: "v2"}) { issue { name } }
+        b: createIssue(input: $in) { issue { id } }
+    }"#;
+    for input in [
+        json!("x"),
+        json!(5),
+        json!(true),
+        json!([]),
+        json!({"bogus": 1}),
+    ] {
+        let body = app.post(query, json!({ "in": input })).await;
+        assert_eq!(
+            body["errors"][0]["extensions"]["code"], "BAD_USER_INPUT",
+            "{body:#}"
+        );
+        assert!(body["data"].is_null(), "{body:#}");
+    }
+    let literal = r#"mutation {
+        a: updateIssue(input: {id: "issue-020e", name: "v2"}) { issue { name } }
+        b: createIssue(input: "x") { issue { id } }
+    }"#;
+    let body = app.post(literal, json!({})).await;
+    assert_eq!(
+        body["errors"][0]["extensions"]["code"], "GRAPHQL_VALIDATION_FAILED",
+        "{body:#}"
+    );
+    assert_eq!(
+        table(&app).await,
+        before,
+        "the first mutation was not applied"
+    );
+    let name = app
+        .data(r#"{ issue(id: "issue-020e") { name } }"#, json!({}))
+        .await;
+    assert_eq!(name["issue"]["name"], "Needs Painting");
+}
+
 both_stores!(
+    wrong_typed_input_is_refused_before_anything_runs,
+    no_mutation_runs_before_a_refused_input,
     every_mutation_round_trips,
     validation_errors_name_the_input_field,
     stale_versions_conflict_and_change_nothing,

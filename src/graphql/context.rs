@@ -23,7 +23,7 @@ use crate::auth::{Access, Permission};
 use crate::loaders::{Batches, Loaders, RequestLoader};
 use crate::paging::{CursorKeys, Limits};
 use crate::repo::sweep::SweepHandle;
-use crate::repo::writes::{RetryPolicy, WriteStats, Writes};
+use crate::repo::writes::{Applied, AppliedLog, RetryPolicy, WriteStats, Writes};
 use crate::repo::Repo;
 use crate::store::{CallBudget, CostMeter, DynStore};
 use crate::telemetry::RequestFacts;
@@ -91,6 +91,9 @@ struct Shared {
     /// Requests validated in full, and requests whose validation was known to pass.
     validated: AtomicU64,
     skipped: AtomicU64,
+    /// Resolver errors that reached a response without a code (see [`ensure_code`]): a bug
+    /// every time, which the tests assert never happens.
+    uncoded: AtomicU64,
 }
 
 /// How many requests that reached validation ran async-graphql's rules, and how many skipped
@@ -115,6 +118,7 @@ impl Gateway {
             documents: Documents::default(),
             validated: AtomicU64::new(0),
             skipped: AtomicU64::new(0),
+            uncoded: AtomicU64::new(0),
         });
         // Suggestions ("did you mean ...") would let a client enumerate the schema even with
         // introspection off, and cost time on every misspelt field.
@@ -146,6 +150,13 @@ impl Gateway {
             validated: self.shared.validated.load(Ordering::Relaxed),
             skipped: self.shared.skipped.load(Ordering::Relaxed),
         }
+    }
+
+    /// How many resolver errors arrived without a code (and were answered
+    /// `INTERNAL_SERVER_ERROR`, or `BAD_USER_INPUT` for async-graphql's own coercion): every
+    /// one is a path that bypassed `ApiError` or the input checks, and the tests fail on it.
+    pub fn uncoded_errors(&self) -> u64 {
+        self.shared.uncoded.load(Ordering::Relaxed)
     }
 
     /// The shared (unmetered) store, for health checks.
@@ -205,6 +216,8 @@ struct RequestContext {
     document: Option<(Arc<Document>, Option<String>)>,
     /// Where the request's loader batches run (see [`Batches`]).
     batches: Batches,
+    /// The mutations the request committed (the transport's log, when it gave one).
+    applied: AppliedLog,
 }
 
 impl RequestContext {
@@ -216,23 +229,26 @@ impl RequestContext {
             budget: CallBudget::new(options.max_calls, options.max_read_units),
             document: None,
             batches: Batches::default(),
+            applied: AppliedLog::default(),
         }
     }
 
-    /// Prices and bounds the parsed document before it is validated or run, and checks the
-    /// caller may run its kind of operation.
+    /// Prices and bounds the parsed document before it is validated or run, checks its input
+    /// values against their types, and checks the caller may run its kind of operation.
     fn admit(
         &self,
-        doc: &ExecutableDocument,
+        document: &Document,
         operation_name: Option<&str>,
         variables: &Variables,
         access: &Access,
     ) -> ServerResult<()> {
+        let doc = document.tree();
+        let types = &self.shared.types;
         analysis::analyze(
             doc,
             operation_name,
             variables,
-            &self.shared.types,
+            types,
             &self.shared.options.query_limits,
         )
         .map_err(|r| {
@@ -249,18 +265,26 @@ impl RequestContext {
         })?;
         let operation = analysis::select_operation(doc, operation_name).ok();
         if let Some(operation) = operation {
-            check_variables(operation, variables)?;
+            // Every input is checked against its type before anything runs: async-graphql
+            // would find some mistakes only while resolving, after earlier mutations ran.
+            document
+                .inputs(operation_name, |doc| {
+                    analysis::check_operation(doc, operation, types)
+                })
+                .map_err(|refusal| {
+                    let error = async_graphql::ServerError::new(refusal.message, refusal.pos);
+                    ErrorCode::GraphqlValidationFailed.tag(error)
+                })?;
+            analysis::check_variables(operation, variables, types)
+                .map_err(|refusal| ErrorCode::BadUserInput.error(refusal.message))?;
             if !self.shared.options.introspection && introspects(doc, operation) {
                 return Err(ErrorCode::Forbidden.error("introspection is disabled on this server"));
             }
         }
-        // A mutation's payload is a read (it can select the whole graph around what it wrote),
-        // so mutations need `grid:read` as well as `grid:write`.
-        let needed: &[Permission] = match operation.map(|op| op.ty) {
-            Some(OperationType::Mutation) => &[Permission::Read, Permission::Write],
-            _ => &[Permission::Read],
-        };
-        if let Some(missing) = needed.iter().find(|p| !access.may(**p)) {
+        if let Some(missing) = needed_scopes(doc, operation)
+            .into_iter()
+            .find(|p| !access.may(*p))
+        {
             return Err(ErrorCode::Forbidden.error(format!(
                 "this operation needs the `{}` scope",
                 missing.scope()
@@ -270,34 +294,66 @@ impl RequestContext {
     }
 }
 
-/// Whether the operation asks for `__schema` or `__type` at its root (directly or through
-/// fragments), which async-graphql would answer with a silent `null` when introspection is off.
-fn introspects(doc: &ExecutableDocument, operation: &OperationDefinition) -> bool {
-    use async_graphql::parser::types::{Selection, SelectionSet};
-    fn walk<'d>(
-        doc: &'d ExecutableDocument,
-        set: &'d SelectionSet,
-        seen: &mut Vec<&'d str>,
-    ) -> bool {
-        set.items.iter().any(|item| match &item.node {
-            Selection::Field(field) => {
-                matches!(field.node.name.node.as_str(), "__schema" | "__type")
-            }
-            Selection::InlineFragment(inline) => walk(doc, &inline.node.selection_set.node, seen),
-            Selection::FragmentSpread(spread) => {
-                let name = spread.node.fragment_name.node.as_str();
-                // Each fragment once: cycles and repeated spreads cost nothing extra.
-                if seen.contains(&name) {
-                    return false;
+/// Whether any root field of the operation (selected directly, or through fragments and
+/// inline fragments, whatever their directives) satisfies `wanted`. Walked with an explicit
+/// stack, each fragment once, so neither deep nesting nor repeated spreads cost more than the
+/// document's size.
+fn any_root_field(
+    doc: &ExecutableDocument,
+    operation: &OperationDefinition,
+    wanted: impl Fn(&str) -> bool,
+) -> bool {
+    use async_graphql::parser::types::Selection;
+    let mut stack = vec![&operation.selection_set.node];
+    let mut seen = Vec::<&str>::new();
+    while let Some(set) = stack.pop() {
+        for item in &set.items {
+            match &item.node {
+                Selection::Field(field) if wanted(field.node.name.node.as_str()) => return true,
+                Selection::Field(_) => {}
+                Selection::InlineFragment(inline) => stack.push(&inline.node.selection_set.node),
+                Selection::FragmentSpread(spread) => {
+                    let name = spread.node.fragment_name.node.as_str();
+                    if !seen.contains(&name) {
+                        seen.push(name);
+                        if let Some(fragment) = doc.fragments.get(name) {
+                            stack.push(&fragment.node.selection_set.node);
+                        }
+                    }
                 }
-                seen.push(name);
-                doc.fragments
-                    .get(name)
-                    .is_some_and(|f| walk(doc, &f.node.selection_set.node, seen))
             }
-        })
+        }
     }
-    walk(doc, &operation.selection_set.node, &mut Vec::new())
+    false
+}
+
+/// Whether the operation asks for `__schema` or `__type` at its root, which async-graphql
+/// would answer with a silent `null` when introspection is off.
+fn introspects(doc: &ExecutableDocument, operation: &OperationDefinition) -> bool {
+    any_root_field(doc, operation, |name| matches!(name, "__schema" | "__type"))
+}
+
+/// The mutations that act beyond the caller's tenant and need `grid:admin`.
+pub(super) const ADMIN_MUTATIONS: [&str; 1] = ["createTenant"];
+
+/// The scopes an operation needs, decided from the document before anything runs, so a
+/// missing one is always HTTP 403: `grid:read` for a query; `grid:read` and `grid:write` for a
+/// mutation (its payload is a read, and can select the whole graph around what it wrote); and
+/// `grid:admin` as well when it selects a mutation of [`ADMIN_MUTATIONS`].
+fn needed_scopes(
+    doc: &ExecutableDocument,
+    operation: Option<&OperationDefinition>,
+) -> Vec<Permission> {
+    match operation {
+        Some(op) if op.ty == OperationType::Mutation => {
+            let mut needed = vec![Permission::Read, Permission::Write];
+            if any_root_field(doc, op, |name| ADMIN_MUTATIONS.contains(&name)) {
+                needed.push(Permission::Admin);
+            }
+            needed
+        }
+        _ => vec![Permission::Read],
+    }
 }
 
 /// Whether a prepared request still needs async-graphql's validation rules.
@@ -306,28 +362,6 @@ enum Validation {
     Known,
     /// It needs them; once it passes, its document keeps the shape (when it is small enough).
     Needed(Option<Variables>),
-}
-
-/// A required variable (non-null, no default) that the request leaves out or sets to null is
-/// the client's mistake, reported before execution as `BAD_USER_INPUT` (async-graphql would
-/// only notice while resolving, as an error without a code). Values of the wrong type are
-/// reported by validation (`GRAPHQL_VALIDATION_FAILED`).
-fn check_variables(operation: &OperationDefinition, variables: &Variables) -> ServerResult<()> {
-    for definition in &operation.variable_definitions {
-        let definition = &definition.node;
-        let ty = &definition.var_type.node;
-        let required = !ty.nullable && definition.default_value.is_none();
-        let given = variables
-            .get(definition.name.node.as_str())
-            .is_some_and(|v| *v != Value::Null);
-        if required && !given {
-            return Err(ErrorCode::BadUserInput.error(format!(
-                "variable `${}` of type `{}` is required but was not provided",
-                definition.name.node, ty
-            )));
-        }
-    }
-    Ok(())
 }
 
 impl RequestContext {
@@ -352,6 +386,15 @@ impl RequestContext {
             .get(&std::any::TypeId::of::<Arc<RequestFacts>>())
             .and_then(|d| d.downcast_ref::<Arc<RequestFacts>>())
             .cloned();
+        // The transport keeps the log too, to say what was applied if it must answer in the
+        // gateway's place (a request out of time).
+        if let Some(log) = request
+            .data
+            .get(&std::any::TypeId::of::<AppliedLog>())
+            .and_then(|d| d.downcast_ref::<AppliedLog>())
+        {
+            self.applied = log.clone();
+        }
         // Parse and price the document here, before async-graphql's own checks walk it:
         // its recursion-depth check follows every fragment spread without memoizing, so a
         // spread-doubling bomb 31 levels deep (2^31 visits) would pin a worker thread for
@@ -365,7 +408,7 @@ impl RequestContext {
                 if let Some(facts) = &facts {
                     facts.note_operation(tree, operation_name.as_deref());
                 }
-                self.admit(tree, operation_name.as_deref(), &request.variables, &access)?;
+                self.admit(&doc, operation_name.as_deref(), &request.variables, &access)?;
                 request.set_parsed_query(ExecutableDocument::clone(tree));
                 let validation = if doc.is_accepted(operation_name.as_deref(), &request.variables) {
                     Validation::Known
@@ -387,7 +430,8 @@ impl RequestContext {
         );
         let writes = Writes::new(repo.clone(), shared.sweeps.clone())
             .with_retry(options.retry)
-            .with_stats(shared.write_stats.clone());
+            .with_stats(shared.write_stats.clone())
+            .with_applied(self.applied.clone());
         let loader: RequestLoader = Loaders::for_request(repo.clone(), &self.batches);
         let request = request
             .data(repo)
@@ -419,7 +463,15 @@ impl RequestContext {
             );
         }
         for error in &mut response.errors {
-            ensure_code(error);
+            if !ensure_code(error) {
+                self.shared.uncoded.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        // Every answer says which mutations committed: one with errors may have lost their
+        // data (a later mutation failed and its non-null payload nulled `data`, the budget
+        // ran out, the response grew too large), and clients need not guess when.
+        if let Some(applied) = applied_extension(&self.applied.entries()) {
+            response.extensions.insert("applied".into(), applied);
         }
         let cost = self.meter.report();
         let mut fields = async_graphql::indexmap::IndexMap::new();
@@ -441,16 +493,35 @@ impl RequestContext {
     }
 }
 
+/// `extensions.applied`: the mutations a request committed, in order, each as
+/// `{mutation, id}` (the node written or deleted); `None` when it committed nothing.
+pub fn applied_extension(applied: &[Applied]) -> Option<Value> {
+    if applied.is_empty() {
+        return None;
+    }
+    let entries = applied.iter().map(|a| {
+        let mut entry = async_graphql::indexmap::IndexMap::new();
+        entry.insert(
+            async_graphql::Name::new("mutation"),
+            Value::from(a.mutation),
+        );
+        entry.insert(async_graphql::Name::new("id"), Value::from(a.id.as_str()));
+        Value::Object(entry)
+    });
+    Some(Value::List(entries.collect()))
+}
+
 /// Every error leaves with an `extensions.code`. Resolver errors (those with a path) that
 /// arrive without one did not pass through `ApiError`, so their text may be internal: it is
 /// logged and replaced. Errors without a path come from parsing and validating the query.
-fn ensure_code(error: &mut ServerError) {
+/// Returns whether the error was as it should be: coded already, or a request error.
+fn ensure_code(error: &mut ServerError) -> bool {
     let has_code = error
         .extensions
         .as_ref()
         .is_some_and(|e| e.get("code").is_some());
     if has_code {
-        return;
+        return true;
     }
     let code = if error.path.is_empty() && error.message.starts_with("The recursion depth") {
         // async-graphql's own recursion-depth check (nested inline fragments), a limit.
@@ -458,13 +529,17 @@ fn ensure_code(error: &mut ServerError) {
     } else if error.path.is_empty() {
         ErrorCode::GraphqlValidationFailed
     } else if error.message.starts_with("Failed to parse \"") {
-        // async-graphql's own coercion of an argument value (an Int out of range, say): the
-        // message describes the client's input and is kept.
-        ErrorCode::BadUserInput
+        // async-graphql's own coercion of an argument value: the message describes the
+        // client's input and is kept, but the input checks should have refused it first.
+        tracing::error!(message = %error.message, path = ?error.path, "input the checks let through");
+        ErrorCode::BadUserInput.set_on(error);
+        return false;
     } else {
         tracing::error!(message = %error.message, path = ?error.path, "resolver error without a code");
         error.message = "internal error".into();
-        ErrorCode::InternalServerError
+        ErrorCode::InternalServerError.set_on(error);
+        return false;
     };
     code.set_on(error);
+    true
 }

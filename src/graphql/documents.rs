@@ -28,6 +28,8 @@ use async_graphql::parser::types::{BaseType, ExecutableDocument, Type};
 use async_graphql::{Name, ServerError, Value, Variables};
 use lru::LruCache;
 
+use super::analysis::InputRefusal;
+
 /// Longer query texts are parsed every time and never kept: the cache holds at most
 /// [`CACHED_DOCUMENTS`] × this many bytes of text (2 MiB) and the trees parsed from it, so
 /// clients sending many large or unique documents cannot grow the server's memory.
@@ -52,7 +54,13 @@ pub struct Document {
     text_variables: Vec<Name>,
     /// Accepted shapes, the oldest replaced first once [`ACCEPTED_SHAPES`] are kept.
     accepted: Mutex<Accepted>,
+    /// What [`crate::graphql::analysis::check_operation`] found of each operation run so far,
+    /// by operation name: it depends on the document alone, so it is found once.
+    inputs: Mutex<Vec<InputVerdict>>,
 }
+
+/// An operation's name and what the input checks found of it.
+type InputVerdict = (Option<Box<str>>, Result<(), InputRefusal>);
 
 /// The operation names and variable shapes a document was accepted with.
 #[derive(Default)]
@@ -101,7 +109,8 @@ impl Documents {
 }
 
 impl Document {
-    fn new(tree: ExecutableDocument) -> Self {
+    fn new(mut tree: ExecutableDocument) -> Self {
+        hoist_typename_directives(&mut tree);
         let mut text = Vec::<Name>::new();
         let mut other = Vec::<&Name>::new();
         for (_, operation) in tree.operations.iter() {
@@ -121,7 +130,34 @@ impl Document {
             tree,
             text_variables: text,
             accepted: Mutex::default(),
+            inputs: Mutex::default(),
         }
+    }
+
+    /// The verdict of `check` on the operation `operation`, found once per operation.
+    pub fn inputs(
+        &self,
+        operation: Option<&str>,
+        check: impl FnOnce(&ExecutableDocument) -> Result<(), InputRefusal>,
+    ) -> Result<(), InputRefusal> {
+        let found = |inputs: &Vec<InputVerdict>| {
+            inputs
+                .iter()
+                .find(|(name, _)| name.as_deref() == operation)
+                .map(|(_, verdict)| verdict.clone())
+        };
+        // A verdict is pushed whole, so a panicking holder leaves the list usable.
+        let lock = || self.inputs.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(verdict) = found(&lock()) {
+            return verdict;
+        }
+        // Checked outside the lock; a concurrent request may find the same verdict meanwhile.
+        let verdict = check(&self.tree);
+        let mut inputs = lock();
+        if found(&inputs).is_none() {
+            inputs.push((operation.map(Box::from), verdict.clone()));
+        }
+        verdict
     }
 
     /// The parsed tree.
@@ -195,6 +231,65 @@ impl Document {
     fn lock(&self) -> std::sync::MutexGuard<'_, Accepted> {
         // A shape is pushed or replaced whole, so a panicking holder leaves the list usable.
         self.accepted.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Moves `@skip` and `@include` of every `__typename` field onto an inline fragment around it
+/// (`__typename @skip(if: $b)` becomes `... @skip(if: $b) { __typename }`), which the
+/// specification defines to select exactly the same. async-graphql's validation does not look
+/// at the directives of `__typename` (so a variable used only there is refused as unused), while
+/// its execution does apply them; on an inline fragment both see them. Selection sets are walked
+/// with an explicit stack, so a deep document cannot exhaust the native stack.
+fn hoist_typename_directives(tree: &mut ExecutableDocument) {
+    use async_graphql::parser::types::{InlineFragment, Selection, SelectionSet};
+    use async_graphql::Positioned;
+    let is_condition = |d: &Positioned<async_graphql::parser::types::Directive>| {
+        matches!(d.node.name.node.as_str(), "skip" | "include")
+    };
+    use async_graphql::parser::types::DocumentOperations;
+    let mut stack: Vec<&mut SelectionSet> = match &mut tree.operations {
+        DocumentOperations::Single(op) => vec![&mut op.node.selection_set.node],
+        DocumentOperations::Multiple(ops) => ops
+            .values_mut()
+            .map(|op| &mut op.node.selection_set.node)
+            .collect(),
+    };
+    stack.extend(
+        tree.fragments
+            .values_mut()
+            .map(|f| &mut f.node.selection_set.node),
+    );
+    while let Some(set) = stack.pop() {
+        for item in &mut set.items {
+            if let Selection::Field(field) = &mut item.node {
+                if field.node.name.node == "__typename"
+                    && field.node.directives.iter().any(is_condition)
+                {
+                    let (conditions, others) = std::mem::take(&mut field.node.directives)
+                        .into_iter()
+                        .partition(is_condition);
+                    field.node.directives = others;
+                    let pos = field.pos;
+                    let bare = Positioned::new(Selection::Field(field.clone()), pos);
+                    item.node = Selection::InlineFragment(Positioned::new(
+                        InlineFragment {
+                            type_condition: None,
+                            directives: conditions,
+                            selection_set: Positioned::new(SelectionSet { items: vec![bare] }, pos),
+                        },
+                        pos,
+                    ));
+                    continue;
+                }
+            }
+            match &mut item.node {
+                Selection::Field(field) => stack.push(&mut field.node.selection_set.node),
+                Selection::InlineFragment(inline) => {
+                    stack.push(&mut inline.node.selection_set.node)
+                }
+                Selection::FragmentSpread(_) => {}
+            }
+        }
     }
 }
 

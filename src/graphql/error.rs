@@ -41,11 +41,14 @@ pub enum ErrorCode {
     Timeout,
     /// The server is at its limit of requests in flight (HTTP 503); retry later.
     Overloaded,
+    /// The caller is past its share of the server: its rate or its requests in flight
+    /// (HTTP 429, with `Retry-After`).
+    RateLimited,
 }
 
 impl ErrorCode {
     /// Every code (the metrics' `code` label takes no other value but `ok`).
-    pub const ALL: [ErrorCode; 14] = [
+    pub const ALL: [ErrorCode; 15] = [
         ErrorCode::BadUserInput,
         ErrorCode::NotFound,
         ErrorCode::Conflict,
@@ -60,6 +63,7 @@ impl ErrorCode {
         ErrorCode::LimitExceeded,
         ErrorCode::Timeout,
         ErrorCode::Overloaded,
+        ErrorCode::RateLimited,
     ];
 
     /// The code spelled `text`, if it is one.
@@ -103,6 +107,7 @@ impl ErrorCode {
             ErrorCode::LimitExceeded => "LIMIT_EXCEEDED",
             ErrorCode::Timeout => "TIMEOUT",
             ErrorCode::Overloaded => "OVERLOADED",
+            ErrorCode::RateLimited => "RATE_LIMITED",
         }
     }
 }

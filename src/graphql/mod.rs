@@ -16,7 +16,8 @@ pub mod types;
 use async_graphql::{Context, EmptySubscription, Object, Schema, ID};
 
 pub use context::{
-    Gateway, GatewayOptions, ValidationCounts, DEFAULT_MAX_CALLS, DEFAULT_MAX_READ_UNITS,
+    applied_extension, Gateway, GatewayOptions, ValidationCounts, DEFAULT_MAX_CALLS,
+    DEFAULT_MAX_READ_UNITS,
 };
 pub use error::ApiError;
 use error::ApiResult;

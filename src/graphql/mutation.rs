@@ -320,6 +320,9 @@ impl MutationRoot {
         input: CreateTenantInput,
     ) -> ApiResult<CreateTenantPayload> {
         let cmid = input.client_mutation_id;
+        // The request context refuses a caller without the scope before anything runs (see
+        // `ADMIN_MUTATIONS`); the write path checks again, as tenancy is checked in the data
+        // path.
         if !writes(ctx)?.repo().access().may(Permission::Admin) {
             return Err(ApiError::Forbidden(format!(
                 "creating tenants needs the `{}` scope",

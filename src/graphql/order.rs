@@ -107,6 +107,12 @@ impl ResponseOrder {
                 None => {}
             }
         }
+        // async-graphql answers a selection set whose every field was skipped (`@skip`,
+        // `@include`) with null; at the root that can only be an empty selection, which the
+        // specification answers with an empty object.
+        if *data == Value::Null && errors.is_empty() {
+            *data = Value::Object(Default::default());
+        }
         // Nulls first: `set_null` adds a missing key at the end, and the reorder then puts
         // it in its place.
         walk.reorder(data, &[root_set], Some(root), &mut Plans::default());

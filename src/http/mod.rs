@@ -13,29 +13,31 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
 use axum::extract::{RawQuery, Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Version};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use tokio::sync::Semaphore;
 use tower_http::cors::{Any, CorsLayer};
 
 use crate::auth::{Access, Authenticator};
 use crate::graphql::analysis::select_operation;
 use crate::graphql::error::ErrorCode;
 use crate::graphql::Gateway;
+use crate::repo::writes::AppliedLog;
 use crate::telemetry::{Metrics, OperationKind, RequestFacts};
+use admission::{Admission, Caller, Refusal, Shares};
 
+pub mod admission;
+mod body;
 mod metrics;
 mod pages;
 mod server;
 mod wire;
 
 pub use server::serve;
-use wire::{graphql_response, media_of, negotiate, refuse, Media};
+use wire::{graphql_response, media_of, negotiate, refuse, refuse_with, Media};
 
 /// The media type of GraphQL-over-HTTP responses.
 pub const GRAPHQL_RESPONSE_JSON: &str = "application/graphql-response+json";
@@ -71,6 +73,9 @@ pub struct HttpLimits {
     /// GraphQL requests in flight at once; beyond it requests get 503 at once rather than
     /// queueing (latency for everyone) or exhausting memory.
     pub max_in_flight: usize,
+    /// Each caller's share: requests in flight and a token bucket of requests (see
+    /// `admission`); past it the caller gets 429 while the others are served.
+    pub shares: Shares,
     /// After SIGTERM, how long requests in flight may take before they are cancelled.
     pub shutdown_grace: Duration,
     /// The largest response body: a 100-row grid page with every cell is well under 1 MB; a
@@ -91,6 +96,7 @@ impl Default for HttpLimits {
             header_read_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(10),
             max_in_flight: 256,
+            shares: Shares::default(),
             shutdown_grace: Duration::from_secs(10),
             max_response_bytes: 16 * 1024 * 1024,
         }
@@ -102,7 +108,7 @@ pub struct Http {
     gateway: Arc<Gateway>,
     auth: Authenticator,
     pub limits: HttpLimits,
-    in_flight: Arc<Semaphore>,
+    admission: Admission,
     metrics: Option<Arc<Metrics>>,
 }
 
@@ -111,7 +117,7 @@ impl Http {
         Http {
             gateway,
             auth,
-            in_flight: Arc::new(Semaphore::new(limits.max_in_flight)),
+            admission: Admission::new(limits.max_in_flight, limits.shares),
             limits,
             metrics: None,
         }
@@ -134,11 +140,7 @@ pub struct RequestId(pub Arc<str>);
 pub fn router(state: AppState) -> Router {
     let graphql = get(graphql_get)
         .post(graphql_post)
-        .fallback(method_not_allowed)
-        .layer(middleware::from_fn_with_state(
-            state.clone(),
-            limit_in_flight,
-        ));
+        .fallback(method_not_allowed);
     Router::new()
         .route("/graphql", graphql)
         .route("/graphiql", get(pages::graphiql_page).fallback(get_only))
@@ -264,28 +266,6 @@ async fn bound_head(State(state): State<AppState>, request: Request, next: Next)
     next.run(request).await
 }
 
-/// Bounds GraphQL requests in flight: beyond the limit a request is refused at once with
-/// 503 and `Retry-After`, so an overload cannot queue up latency for everyone.
-async fn limit_in_flight(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let Ok(permit) = state.in_flight.clone().try_acquire_owned() else {
-        let id = request_id_of(&request);
-        let mut response = refuse(
-            StatusCode::SERVICE_UNAVAILABLE,
-            ErrorCode::Overloaded,
-            "the server is at its limit of requests in flight; retry shortly",
-            &id,
-            media_of(request.headers()),
-        );
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-        return response;
-    };
-    let response = next.run(request).await;
-    drop(permit);
-    response
-}
-
 fn request_id_of(request: &Request) -> RequestId {
     request
         .extensions()
@@ -346,9 +326,12 @@ struct Call {
     access: Access,
     /// What the GraphQL layer learns of the request (its operation), on the request's span.
     facts: Arc<RequestFacts>,
+    /// The request's place in flight, in its caller's share and the server's limit.
+    _permit: admission::Permit,
 }
 
-/// Negotiates the response type and authenticates the caller, or refuses.
+/// Negotiates the response type, authenticates the caller and admits the request within the
+/// caller's share, or refuses.
 fn admit(state: &Http, id: RequestId, headers: &HeaderMap) -> Result<Call, Box<Response>> {
     let Some(media) = negotiate(headers) else {
         return Err(Box::new(refuse(
@@ -359,17 +342,53 @@ fn admit(state: &Http, id: RequestId, headers: &HeaderMap) -> Result<Call, Box<R
             Media::Json,
         )));
     };
-    let authorization = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok());
-    match state.auth.authenticate(authorization) {
-        Ok(access) => Ok(Call {
-            id,
+    let mut authorizations = headers.get_all(header::AUTHORIZATION).iter();
+    let authorization = authorizations.next();
+    if authorizations.next().is_some() {
+        // Two credentials: a proxy that checks (or adds) one of them and a server that reads
+        // the other would disagree about who is calling.
+        return Err(Box::new(refuse(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::BadRequest,
+            "the request has more than one Authorization header: send one",
+            &id,
             media,
-            access,
-            facts: Arc::new(RequestFacts::new(tracing::Span::current())),
-        }),
+        )));
+    }
+    let authorization = authorization.and_then(|v| v.to_str().ok());
+    match state.auth.authenticate(authorization) {
+        Ok(access) => {
+            let caller = Caller::of(&access);
+            match state.admission.admit(caller.as_ref()) {
+                Ok(permit) => Ok(Call {
+                    id,
+                    media,
+                    access,
+                    facts: Arc::new(RequestFacts::new(tracing::Span::current())),
+                    _permit: permit,
+                }),
+                Err(refusal) => Err(Box::new(not_admitted(
+                    state,
+                    caller.as_ref(),
+                    refusal,
+                    &id,
+                    media,
+                ))),
+            }
+        }
         Err(e) => {
+            // Refused either way; past the unauthenticated bucket, refused without the log
+            // line, so a flood of bad credentials costs little and says so.
+            if let Err(refusal) = state.admission.spend_token(&Caller::Unauthenticated) {
+                let caller = Caller::Unauthenticated;
+                return Err(Box::new(not_admitted(
+                    state,
+                    Some(&caller),
+                    refusal,
+                    &id,
+                    media,
+                )));
+            }
             tracing::info!(reason = %e, "unauthenticated request");
             let mut response = refuse(
                 StatusCode::UNAUTHORIZED,
@@ -384,6 +403,44 @@ fn admit(state: &Http, id: RequestId, headers: &HeaderMap) -> Result<Call, Box<R
             Err(Box::new(response))
         }
     }
+}
+
+/// The answer to a request that was not admitted: 429 `RATE_LIMITED` past the caller's share,
+/// 503 `OVERLOADED` past the server's limit, both with `Retry-After`.
+fn not_admitted(
+    state: &Http,
+    caller: Option<&Caller>,
+    refusal: Refusal,
+    id: &RequestId,
+    media: Media,
+) -> Response {
+    if let Some(metrics) = &state.metrics {
+        metrics.admission_refused(refusal.reason(), caller.map_or("operator", Caller::kind));
+    }
+    let (status, code, message) = match refusal {
+        Refusal::Rate { .. } => (
+            StatusCode::TOO_MANY_REQUESTS,
+            ErrorCode::RateLimited,
+            "this caller sent more requests than its rate allows; retry after the time in \
+             Retry-After",
+        ),
+        Refusal::CallerInFlight => (
+            StatusCode::TOO_MANY_REQUESTS,
+            ErrorCode::RateLimited,
+            "this caller has its share of requests in flight; wait for one to finish",
+        ),
+        Refusal::ServerInFlight => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::Overloaded,
+            "the server is at its limit of requests in flight; retry shortly",
+        ),
+    };
+    let mut response = refuse(status, code, message, id, media);
+    response.headers_mut().insert(
+        header::RETRY_AFTER,
+        HeaderValue::from(refusal.retry_after_secs()),
+    );
+    response
 }
 
 /// The refusal of a query document longer than the limit, before anything parses it. The refusal is
@@ -408,12 +465,17 @@ fn check_query_length(state: &Http, call: &Call, query: &str) -> Option<Response
 }
 
 /// Runs one GraphQL request within the request timeout; a request that runs out of time is
-/// cancelled (its store calls are dropped) and answered `TIMEOUT`.
+/// cancelled (its store calls are dropped) and answered `TIMEOUT`, with the mutations it had
+/// committed by then (`extensions.applied`).
 async fn run(state: &Http, call: Call, request: async_graphql::Request) -> Response {
     if let Some(refusal) = check_query_length(state, &call, &request.query) {
         return refusal;
     }
-    let request = request.data(call.access).data(call.facts.clone());
+    let applied = AppliedLog::default();
+    let request = request
+        .data(call.access)
+        .data(call.facts.clone())
+        .data(applied.clone());
     let execution = tokio::time::timeout(
         state.limits.request_timeout,
         state.gateway.execute_encoded(request),
@@ -431,15 +493,26 @@ async fn run(state: &Http, call: Call, request: async_graphql::Request) -> Respo
         }
         Err(_) => {
             tracing::warn!("request timed out");
-            refuse(
+            let mut message = format!(
+                "the request took longer than {} ms and was cancelled",
+                state.limits.request_timeout.as_millis()
+            );
+            if call.facts.operation() == OperationKind::Mutation {
+                message.push_str(
+                    "; `extensions.applied` lists the mutations it committed, and one cancelled \
+                     while committing may have been applied too: retry it with the same \
+                     `clientMutationId` to find out",
+                );
+            }
+            let extensions = crate::graphql::applied_extension(&applied.entries())
+                .map(|applied| serde_json::json!({ "applied": applied }));
+            refuse_with(
                 StatusCode::GATEWAY_TIMEOUT,
                 ErrorCode::Timeout,
-                &format!(
-                    "the request took longer than {} ms and was cancelled",
-                    state.limits.request_timeout.as_millis()
-                ),
+                &message,
                 &call.id,
                 call.media,
+                extensions,
             )
         }
     };
@@ -476,101 +549,26 @@ async fn graphql_post(State(state): State<AppState>, request: Request) -> Respon
             "send the request as Content-Type: application/json",
         );
     }
-    let bytes = match read_body(&state.limits, &parts.headers, body).await {
+    let bytes = match body::read_body(&state.limits, &parts.headers, body).await {
         Ok(bytes) => bytes,
-        Err((status, message)) => return bad_request(status, message),
-    };
-    let request = match serde_json::from_slice::<serde_json::Value>(&bytes) {
-        Ok(serde_json::Value::Array(_)) => {
-            return bad_request(
-                StatusCode::BAD_REQUEST,
-                "batched requests are not supported: send one operation per request",
-            )
+        Err((status, message)) => {
+            let mut response = bad_request(status, &message);
+            if status == StatusCode::PAYLOAD_TOO_LARGE && parts.version < Version::HTTP_2 {
+                // The rest of the body is never read, so the connection cannot carry another
+                // request: say so, or a pooled client sends its next request into a socket
+                // the server is closing.
+                response
+                    .headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
+            return response;
         }
-        Ok(value) => match parse_request(value) {
-            Ok(request) => request,
-            Err(message) => return bad_request(StatusCode::BAD_REQUEST, &message),
-        },
-        Err(_) => return bad_request(StatusCode::BAD_REQUEST, NOT_A_REQUEST),
+    };
+    let request = match body::parse_post(&bytes) {
+        Ok(request) => request,
+        Err((status, message)) => return bad_request(status, &message),
     };
     run(&state, call, request).await
-}
-
-/// Reads the body within the size limit and the body-read timeout.
-async fn read_body(
-    limits: &HttpLimits,
-    headers: &HeaderMap,
-    body: Body,
-) -> Result<Bytes, (StatusCode, &'static str)> {
-    const TOO_LARGE: (StatusCode, &str) = (
-        StatusCode::PAYLOAD_TOO_LARGE,
-        "the request body is too large",
-    );
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok());
-    if declared.is_some_and(|n| n > limits.max_body_bytes) {
-        return Err(TOO_LARGE);
-    }
-    match tokio::time::timeout(
-        limits.body_read_timeout,
-        axum::body::to_bytes(body, limits.max_body_bytes),
-    )
-    .await
-    {
-        Ok(Ok(bytes)) => Ok(bytes),
-        Ok(Err(e)) => {
-            let too_large = std::error::Error::source(&e)
-                .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
-            Err(if too_large {
-                TOO_LARGE
-            } else {
-                (
-                    StatusCode::BAD_REQUEST,
-                    "the request body could not be read",
-                )
-            })
-        }
-        Err(_) => Err((
-            StatusCode::REQUEST_TIMEOUT,
-            "the request body took too long to arrive",
-        )),
-    }
-}
-
-const NOT_A_REQUEST: &str = "the body is not a GraphQL request: send a JSON object with `query` \
-     (a string) and optionally `variables` (an object) and `operationName` (a string)";
-
-/// A GraphQL-over-HTTP request object: `query` (string), optional `operationName`
-/// (string or null), `variables` and `extensions` (objects or null).
-fn parse_request(value: serde_json::Value) -> Result<async_graphql::Request, String> {
-    let serde_json::Value::Object(mut map) = value else {
-        return Err(NOT_A_REQUEST.into());
-    };
-    let query = match map.remove("query") {
-        Some(serde_json::Value::String(q)) => q,
-        Some(_) => return Err(format!("`query` must be a string: {NOT_A_REQUEST}")),
-        None => return Err(format!("the body has no `query`: {NOT_A_REQUEST}")),
-    };
-    let mut request = async_graphql::Request::new(query);
-    match map.remove("operationName") {
-        None | Some(serde_json::Value::Null) => {}
-        Some(serde_json::Value::String(name)) => request = request.operation_name(name),
-        Some(_) => return Err("`operationName` must be a string".into()),
-    }
-    match map.remove("variables") {
-        None | Some(serde_json::Value::Null) => {}
-        Some(v @ serde_json::Value::Object(_)) => {
-            request = request.variables(async_graphql::Variables::from_json(v));
-        }
-        Some(_) => return Err("`variables` must be an object".into()),
-    }
-    match map.remove("extensions") {
-        None | Some(serde_json::Value::Null) | Some(serde_json::Value::Object(_)) => {}
-        Some(_) => return Err("`extensions` must be an object".into()),
-    }
-    Ok(request)
 }
 
 /// GET with a `query` parameter runs a query (never a mutation); GET without one, from a
@@ -583,15 +581,19 @@ async fn graphql_get(
 ) -> Response {
     let id = request_id_of(&request);
     let headers = request.headers();
-    let params: Vec<(String, String)> =
-        serde_urlencoded::from_str(raw.as_deref().unwrap_or("")).unwrap_or_default();
-    let param = |name: &str| {
-        params
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+    let params = match body::GetParams::parse(raw.as_deref()) {
+        Ok(params) => params,
+        Err((status, message)) => {
+            return refuse(
+                status,
+                ErrorCode::BadRequest,
+                &message,
+                &id,
+                media_of(headers),
+            )
+        }
     };
-    let Some(query) = param("query") else {
+    let Some(query) = params.get("query") else {
         let wants_html = headers
             .get(header::ACCEPT)
             .and_then(|v| v.to_str().ok())
@@ -616,28 +618,26 @@ async fn graphql_get(
         return refusal;
     }
     let mut graphql = async_graphql::Request::new(query);
-    if let Some(name) = param("operationName").filter(|n| !n.is_empty()) {
+    if let Some(name) = params.get("operationName").filter(|n| !n.is_empty()) {
         graphql = graphql.operation_name(name);
     }
     for name in ["variables", "extensions"] {
-        let value = match param(name)
-            .filter(|v| !v.is_empty())
-            .map(serde_json::from_str)
-        {
-            None | Some(Ok(serde_json::Value::Null)) => continue,
-            Some(Ok(value @ serde_json::Value::Object(_))) => value,
-            Some(_) => {
+        match params.json_object(name) {
+            Ok(None) => {}
+            Ok(Some(value)) => {
+                if name == "variables" {
+                    graphql = graphql.variables(async_graphql::Variables::from_json(value));
+                }
+            }
+            Err((status, message)) => {
                 return refuse(
-                    StatusCode::BAD_REQUEST,
+                    status,
                     ErrorCode::BadRequest,
-                    &format!("`{name}` must be a JSON object"),
+                    &message,
                     &call.id,
                     call.media,
                 )
             }
-        };
-        if name == "variables" {
-            graphql = graphql.variables(async_graphql::Variables::from_json(value));
         }
     }
     if is_mutation(&mut graphql) {

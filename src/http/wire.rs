@@ -20,12 +20,27 @@ pub(super) fn refuse(
     id: &RequestId,
     media: Media,
 ) -> Response {
-    let body = serde_json::json!({
+    refuse_with(status, code, message, id, media, None)
+}
+
+/// [`refuse`], with the response's `extensions` (what a request that ran had applied).
+pub(super) fn refuse_with(
+    status: StatusCode,
+    code: ErrorCode,
+    message: &str,
+    id: &RequestId,
+    media: Media,
+    extensions: Option<serde_json::Value>,
+) -> Response {
+    let mut body = serde_json::json!({
         "errors": [{
             "message": message,
             "extensions": { "code": code.as_str(), "requestId": &*id.0 }
         }]
     });
+    if let Some(extensions) = extensions {
+        body["extensions"] = extensions;
+    }
     let mut response = (status, axum::Json(body)).into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -117,11 +132,13 @@ pub(super) fn negotiate(headers: &HeaderMap) -> Option<Media> {
 }
 
 /// Whether a response is a request error: nothing ran (parse, validation, variables, limits,
-/// scope), so it has no `data` and only errors without a path.
+/// scope), so it has no `data` and only errors without a path. A response that reports
+/// applied mutations (`extensions.applied`) ran, whatever its errors: it keeps `data`.
 fn is_request_error(response: &async_graphql::Response) -> bool {
     !response.errors.is_empty()
         && response.data == async_graphql::Value::Null
         && response.errors.iter().all(|e| e.path.is_empty())
+        && !response.extensions.contains_key("applied")
 }
 
 fn error_code(error: &async_graphql::ServerError) -> Option<String> {
@@ -198,11 +215,16 @@ pub(super) fn graphql_response(
     };
     if body.write(&mut writer).is_err() {
         tracing::warn!(max_bytes, "response over the size limit");
+        let extensions = response
+            .extensions
+            .get("applied")
+            .map(|applied| serde_json::json!({ "applied": applied }));
+        // A request that committed mutations ran, so it is not a request error.
         let status = match media {
-            Media::Json => StatusCode::OK,
-            Media::GraphqlResponse => StatusCode::BAD_REQUEST,
+            Media::GraphqlResponse if extensions.is_none() => StatusCode::BAD_REQUEST,
+            _ => StatusCode::OK,
         };
-        return refuse(
+        return refuse_with(
             status,
             ErrorCode::LimitExceeded,
             &format!(
@@ -211,6 +233,7 @@ pub(super) fn graphql_response(
             ),
             id,
             media,
+            extensions,
         );
     }
     let mut out = (status, writer.bytes).into_response();

@@ -10,6 +10,7 @@
 //! | `gridgate_requests_total` | counter | `type` (query, mutation, subscription, none), `code` (`ok` or the first error's code) |
 //! | `gridgate_request_duration_seconds` | histogram | `type` |
 //! | `gridgate_requests_in_flight` | gauge | |
+//! | `gridgate_admission_refusals_total` | counter | `reason` (rate, caller_in_flight, server_in_flight), `caller` (tenant, unauthenticated, operator: `--auth none`) |
 //! | `gridgate_dynamodb_calls_total` | counter | `operation`, `source` (api, sweep) |
 //! | `gridgate_dynamodb_read_capacity_units_total` | counter | `operation`, `source` |
 //! | `gridgate_dynamodb_write_capacity_units_total` | counter | `operation`, `source` |
@@ -84,6 +85,7 @@ pub struct Metrics {
     /// Indexed by `OperationKind as usize`.
     durations: [Histogram; 4],
     in_flight: IntGauge,
+    refusals: IntCounterVec,
     store: StoreFamilies,
 }
 
@@ -138,6 +140,17 @@ impl Metrics {
             IntGauge::new(
                 "gridgate_requests_in_flight",
                 "GraphQL requests being answered",
+            )?,
+        )?;
+        let refusals = register(
+            &registry,
+            IntCounterVec::new(
+                Opts::new(
+                    "gridgate_admission_refusals_total",
+                    "GraphQL requests not admitted: past their caller's rate or share of \
+                     requests in flight (429), or past the server's in-flight limit (503)",
+                ),
+                &["reason", "caller"],
             )?,
         )?;
         let store_labels = &["operation", "source"];
@@ -233,6 +246,7 @@ impl Metrics {
             requests,
             durations,
             in_flight,
+            refusals,
             store,
         })
     }
@@ -273,6 +287,12 @@ impl Metrics {
             .with_label_values(&[kind.as_str(), code])
             .inc();
         self.durations[kind as usize].observe(took.as_secs_f64());
+    }
+
+    /// Counts a request that was not admitted. `reason` and `caller` are bounded sets by
+    /// construction (`http::admission`'s labels), never a tenant's id.
+    pub fn admission_refused(&self, reason: &'static str, caller: &'static str) {
+        self.refusals.with_label_values(&[reason, caller]).inc();
     }
 
     /// The Prometheus text exposition of every metric.
@@ -396,6 +416,7 @@ mod tests {
             },
         );
         metrics.request_answered(OperationKind::Query, "ok", Duration::from_millis(4));
+        metrics.admission_refused("rate", "tenant");
         {
             let _guard = metrics.in_flight();
             assert!(metrics
@@ -415,6 +436,7 @@ mod tests {
             "gridgate_dynamodb_retries_total{operation=\"Query\",source=\"api\"} 2",
             "gridgate_dynamodb_throttles_total{operation=\"Query\",source=\"api\"} 1",
             "gridgate_dynamodb_errors_total{error=\"condition_failed\",operation=\"TransactWriteItems\",source=\"api\"} 1",
+            "gridgate_admission_refusals_total{caller=\"tenant\",reason=\"rate\"} 1",
         ] {
             assert!(
                 text.lines().any(|l| l == line),

@@ -240,6 +240,22 @@ impl TestApp {
     }
 }
 
+/// Every test that serves the gateway checks, when its app goes, that no resolver error left
+/// it without a code: such an error is answered `INTERNAL_SERVER_ERROR` (its text replaced),
+/// and is a bug wherever it comes from.
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        let uncoded = self.app.gateway().uncoded_errors();
+        assert_eq!(
+            uncoded, 0,
+            "{uncoded} resolver error(s) reached a response without a code (see the log)"
+        );
+    }
+}
+
 /// Runs a test body against both stores: `both_stores!(name, body_fn)` expands to a module
 /// with one `#[tokio::test]` per store.
 #[macro_export]

@@ -58,7 +58,9 @@
 //! cells) costs 4,245 and nests 7 levels deep.
 //!
 //! The code: [`count_tokens`] in `tokens.rs`, the schema's [`TypeMap`] in `types.rs`, the walk
-//! of the expanded operation in `walk.rs`, and the reading of argument values in `shape.rs`.
+//! of the expanded operation in `walk.rs`, the reading of argument values in `shape.rs`, and
+//! the checks of input values against their types ([`check_operation`], [`check_variables`]) in
+//! `inputs.rs`.
 //!
 //! [`DEFAULT_PAGE_SIZE`]: crate::paging::DEFAULT_PAGE_SIZE
 //! [`MAX_PAGE_SIZE`]: crate::paging::MAX_PAGE_SIZE
@@ -67,13 +69,15 @@
 use async_graphql::parser::types::{ExecutableDocument, OperationDefinition};
 use async_graphql::Variables;
 
+mod inputs;
 mod shape;
 mod tokens;
 mod types;
 mod walk;
 
+pub use inputs::{check_operation, check_variables, InputRefusal};
 pub use tokens::count_tokens;
-pub use types::{FieldInfo, TypeMap};
+pub use types::{FieldInfo, InputInfo, InputKind, TypeMap};
 
 /// The multiplier of a list field that is neither a connection, nor a connection's page, nor
 /// an `ids` lookup: `Project.customFields` and `Issue.fieldValues`. Their length is bounded by

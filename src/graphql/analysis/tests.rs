@@ -87,11 +87,12 @@ fn the_type_map_reads_the_served_schema() {
     let issues = types.field("Project", "issues").expect("Project.issues");
     assert_eq!(issues.type_name, "IssueConnection");
     assert!(!issues.is_list);
-    assert!(issues.arguments.iter().any(|a| a == "first"));
+    assert!(issues.argument("first").is_some());
     let nodes = types.field("Query", "nodes").expect("Query.nodes");
     assert_eq!(nodes.type_name, "Node");
     assert!(nodes.is_list);
-    assert_eq!(nodes.arguments, vec!["ids".to_owned()]);
+    let names: Vec<_> = nodes.arguments.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["ids"]);
     let page = types.field("IssueConnection", "nodes").expect("page");
     assert_eq!(page.type_name, "Issue");
     assert!(page.is_list);

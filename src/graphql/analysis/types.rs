@@ -1,10 +1,12 @@
-//! The schema's object and interface fields and root types, read once from its SDL: what the
-//! cost model needs to resolve a field's type and list multiplier.
+//! The schema's types, read once from its SDL: the object and interface fields and root types
+//! the cost model needs to resolve a field's type and list multiplier, and the input side (every
+//! argument's type, input objects, enums, scalars, directives) the input checks need.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use async_graphql::parser::types::{
-    BaseType, FieldDefinition, OperationType, Type, TypeKind, TypeSystemDefinition,
+    BaseType, FieldDefinition, InputValueDefinition, OperationType, Type, TypeKind,
+    TypeSystemDefinition,
 };
 
 /// What the analysis needs to know of one field of an object or interface type.
@@ -14,18 +16,45 @@ pub struct FieldInfo {
     pub type_name: String,
     /// Whether the field returns a list (at its outermost level).
     pub is_list: bool,
-    /// The names of the field's arguments.
-    pub arguments: Vec<String>,
+    /// The field's arguments, in the schema's order.
+    pub arguments: Vec<InputInfo>,
 }
 
-/// The fields of every object and interface type of a schema, and its root types: what the
-/// cost model needs to resolve a field's type and multiplier. Built once at start-up.
+/// An argument, an input object's field or a directive's argument: its name, its declared
+/// type and whether the schema gives it a default.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputInfo {
+    pub name: String,
+    pub ty: Type,
+    pub has_default: bool,
+}
+
+/// What kind of type a named input type is, for checking a value against it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputKind<'a> {
+    /// A scalar, built in (`Int`, `Float`, `String`, `Boolean`, `ID`) or the schema's own.
+    Scalar,
+    /// An enum and its values.
+    Enum(&'a HashSet<String>),
+    /// An input object and its fields.
+    Object(&'a [InputInfo]),
+}
+
+/// The built-in scalars, which the SDL does not declare.
+const BUILT_IN_SCALARS: [&str; 5] = ["Int", "Float", "String", "Boolean", "ID"];
+
+/// The fields of every object and interface type of a schema, its root types, and its input
+/// types and directives. Built once at start-up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TypeMap {
     types: HashMap<String, HashMap<String, FieldInfo>>,
     query: String,
     mutation: String,
     subscription: String,
+    scalars: HashSet<String>,
+    enums: HashMap<String, HashSet<String>>,
+    input_objects: HashMap<String, Vec<InputInfo>>,
+    directives: HashMap<String, Vec<InputInfo>>,
 }
 
 impl TypeMap {
@@ -65,10 +94,26 @@ impl TypeMap {
                 }
                 TypeSystemDefinition::Type(definition) => {
                     let definition = &definition.node;
+                    let name = definition.name.node.to_string();
                     let fields = match &definition.kind {
                         TypeKind::Object(object) => &object.fields,
                         TypeKind::Interface(interface) => &interface.fields,
-                        _ => continue,
+                        TypeKind::Scalar => {
+                            map.scalars.insert(name);
+                            continue;
+                        }
+                        TypeKind::Enum(values) => {
+                            let values = values.values.iter();
+                            let entry = map.enums.entry(name).or_default();
+                            entry.extend(values.map(|v| v.node.value.node.to_string()));
+                            continue;
+                        }
+                        TypeKind::InputObject(object) => {
+                            let entry = map.input_objects.entry(name).or_default();
+                            entry.extend(object.fields.iter().map(|f| InputInfo::of(&f.node)));
+                            continue;
+                        }
+                        TypeKind::Union(_) => continue,
                     };
                     let entry = map
                         .types
@@ -78,7 +123,17 @@ impl TypeMap {
                         entry.insert(field.node.name.node.to_string(), FieldInfo::of(&field.node));
                     }
                 }
-                TypeSystemDefinition::Directive(_) => {}
+                TypeSystemDefinition::Directive(directive) => {
+                    let directive = &directive.node;
+                    map.directives.insert(
+                        directive.name.node.to_string(),
+                        directive
+                            .arguments
+                            .iter()
+                            .map(|a| InputInfo::of(&a.node))
+                            .collect(),
+                    );
+                }
             }
         }
         Ok(map)
@@ -87,6 +142,23 @@ impl TypeMap {
     /// The field `field` of the object or interface type `type_name`, if the schema has it.
     pub fn field(&self, type_name: &str, field: &str) -> Option<&FieldInfo> {
         self.types.get(type_name)?.get(field)
+    }
+
+    /// What kind of input type `name` is, if the schema has it as one.
+    pub fn input_kind(&self, name: &str) -> Option<InputKind<'_>> {
+        if let Some(fields) = self.input_objects.get(name) {
+            return Some(InputKind::Object(fields));
+        }
+        if let Some(values) = self.enums.get(name) {
+            return Some(InputKind::Enum(values));
+        }
+        (self.scalars.contains(name) || BUILT_IN_SCALARS.contains(&name))
+            .then_some(InputKind::Scalar)
+    }
+
+    /// The arguments of the directive `name` (`skip`, `include`), if the schema declares it.
+    pub fn directive(&self, name: &str) -> Option<&[InputInfo]> {
+        self.directives.get(name).map(Vec::as_slice)
     }
 
     /// The name of the root type of an operation type.
@@ -107,6 +179,10 @@ impl Default for TypeMap {
             query: "Query".to_owned(),
             mutation: "Mutation".to_owned(),
             subscription: "Subscription".to_owned(),
+            scalars: HashSet::new(),
+            enums: HashMap::new(),
+            input_objects: HashMap::new(),
+            directives: HashMap::new(),
         }
     }
 }
@@ -120,8 +196,23 @@ impl FieldInfo {
             arguments: field
                 .arguments
                 .iter()
-                .map(|argument| argument.node.name.node.to_string())
+                .map(|argument| InputInfo::of(&argument.node))
                 .collect(),
+        }
+    }
+
+    /// The argument `name`, if the field has it.
+    pub fn argument(&self, name: &str) -> Option<&InputInfo> {
+        self.arguments.iter().find(|a| a.name == name)
+    }
+}
+
+impl InputInfo {
+    fn of(definition: &InputValueDefinition) -> InputInfo {
+        InputInfo {
+            name: definition.name.node.to_string(),
+            ty: definition.ty.node.clone(),
+            has_default: definition.default_value.is_some(),
         }
     }
 }

@@ -366,7 +366,7 @@ impl<'a> Analyzer<'a> {
         if info
             .arguments
             .iter()
-            .any(|argument| argument == IDS_ARGUMENT)
+            .any(|argument| argument.name == IDS_ARGUMENT)
         {
             return self.ids_len(field);
         }

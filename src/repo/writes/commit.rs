@@ -9,7 +9,7 @@ use std::time::Duration;
 use rand::Rng;
 
 use super::{
-    invalid, now_secs, Plan, WriteError, Writes, Written, IDEMPOTENCY_WINDOW,
+    invalid, now_secs, Applied, Plan, WriteError, Writes, Written, IDEMPOTENCY_WINDOW,
     MAX_CLIENT_MUTATION_ID_BYTES,
 };
 use crate::items::{self, attrs, MutationRecord};
@@ -152,13 +152,20 @@ impl Writes {
                 ops.len() - 1
             });
             // Nothing to write (an edit that changes nothing, without a clientMutationId).
-            let written = if ops.is_empty() {
-                Ok(Default::default())
-            } else {
+            let wrote = !ops.is_empty();
+            let written = if wrote {
                 self.store().transact_write(ops).await
+            } else {
+                Ok(Default::default())
             };
             match written {
                 Ok(_) => {
+                    if wrote {
+                        self.applied.push(Applied {
+                            mutation,
+                            id: result.clone(),
+                        });
+                    }
                     if let (Some(target), Some(sweeps)) = (sweep, &self.sweeps) {
                         sweeps.start(target);
                     }

@@ -20,7 +20,7 @@ mod validate;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 pub use commit::RetryPolicy;
@@ -107,6 +107,35 @@ impl Written {
     }
 }
 
+/// A mutation a request committed: its name (`updateIssue`) and the node it wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Applied {
+    pub mutation: &'static str,
+    pub id: String,
+}
+
+/// The mutations one request committed, in the order they committed. Whoever answers the
+/// request reads it, so that an answer that fails after a write (a later mutation refused, the
+/// call budget spent, the time up) still says exactly what was applied.
+#[derive(Clone, Debug, Default)]
+pub struct AppliedLog(Arc<Mutex<Vec<Applied>>>);
+
+impl AppliedLog {
+    fn push(&self, applied: Applied) {
+        self.lock().push(applied);
+    }
+
+    /// What was committed so far.
+    pub fn entries(&self) -> Vec<Applied> {
+        self.lock().clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Applied>> {
+        // Entries are pushed whole, so a panicking holder leaves the list usable.
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
 /// A planned mutation: the operations and what they produce.
 struct Plan {
     ops: Vec<WriteOp>,
@@ -149,6 +178,7 @@ pub struct Writes {
     retry: RetryPolicy,
     sweeps: Option<SweepHandle>,
     stats: Arc<WriteStats>,
+    applied: AppliedLog,
 }
 
 /// A custom field value as a client sends it: `None` clears the cell.
@@ -161,7 +191,14 @@ impl Writes {
             retry: RetryPolicy::default(),
             sweeps,
             stats: Arc::default(),
+            applied: AppliedLog::default(),
         }
+    }
+
+    /// Records every committed mutation in `log` (the request's).
+    pub fn with_applied(mut self, log: AppliedLog) -> Self {
+        self.applied = log;
+        self
     }
 
     pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
