@@ -103,7 +103,7 @@ FIELD="$(ask "$FLOODER_AUTH" "{\"query\":\"{ project(id: \\\"$FLOODER_PROJECT\\\
 
 # The flooder's most expensive admitted query: two 100-row pages (by a custom field and by
 # name) with every cell, the columns and the cursors.
-PAGE='edges { cursor node { id num name state version fieldValues { field { id name } value } } } pageInfo { hasNextPage endCursor }'
+PAGE='edges { cursor node { id num name state version fieldValues { field { id } value } } } pageInfo { hasNextPage endCursor }'
 FLOOD_QUERY="query Flood(\$p: ID!, \$f: ID!) { project(id: \$p) { name customFields { id name type position } a: issues(first: 100, orderBy: {field: CUSTOM_FIELD, customFieldId: \$f}) { $PAGE } b: issues(first: 100, orderBy: {field: NAME, direction: DESC}) { $PAGE } } }"
 jq -n --arg q "$FLOOD_QUERY" --arg p "$FLOODER_PROJECT" --arg f "$FIELD" \
     '{query: $q, variables: {p: $p, f: $f}}' >"$WORK/flood.json"

@@ -185,6 +185,15 @@ pub struct LimitArgs {
     #[arg(long, env = "GRIDGATE_TENANT_BURST", default_value_t = crate::http::admission::DEFAULT_BURST,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub tenant_burst: u32,
+    /// Estimated query cost one caller may spend per second, sustained (0: no limit); a query
+    /// is charged the cost `--max-query-cost` judges.
+    #[arg(long, env = "GRIDGATE_TENANT_COST_RATE", default_value_t = crate::http::admission::DEFAULT_COST_PER_SECOND)]
+    pub tenant_cost_rate: u32,
+    /// Query cost one caller may spend at once beyond its cost rate (the bucket's size); keep
+    /// it above `--max-query-cost`, or the costliest admitted queries can never run.
+    #[arg(long, env = "GRIDGATE_TENANT_COST_BURST", default_value_t = crate::http::admission::DEFAULT_COST_BURST,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub tenant_cost_burst: u32,
     /// Largest request body, in bytes.
     #[arg(long, env = "GRIDGATE_MAX_BODY_BYTES")]
     pub max_body_bytes: Option<usize>,
@@ -215,6 +224,7 @@ impl LimitArgs {
             shares: Shares {
                 caller_in_flight: self.tenant_max_in_flight.max(1),
                 rate: Rate::per_second(self.tenant_rate, self.tenant_burst),
+                cost_rate: Rate::per_second(self.tenant_cost_rate, self.tenant_cost_burst),
             },
             max_body_bytes: self.max_body_bytes.unwrap_or(d.max_body_bytes),
             shutdown_grace: ms(self.shutdown_grace_ms, d.shutdown_grace),

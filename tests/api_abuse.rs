@@ -1290,6 +1290,7 @@ async fn a_tenant_past_its_share_does_not_take_the_others_room(backend: Backend)
     let shares = Shares {
         caller_in_flight: 2,
         rate: None,
+        cost_rate: None,
     };
     let (app, probe) = probed_app(backend, jwt_settings(shares)).await;
     let app = Arc::new(app);
@@ -1339,6 +1340,7 @@ async fn each_tenant_has_its_own_rate(backend: Backend) {
             refill: Duration::from_secs(3600),
             burst: std::num::NonZeroU32::new(3).unwrap(),
         }),
+        cost_rate: None,
     };
     let (app, probe) = probed_app(backend, jwt_settings(shares)).await;
     let (acme, media) = (bearer(ACME), bearer(MEDIA));
@@ -1371,6 +1373,65 @@ async fn each_tenant_has_its_own_rate(backend: Backend) {
         .refused(429, "RATE_LIMITED");
     assert_eq!(refusals(&app, "rate", "tenant").await, 2);
     assert_eq!(refusals(&app, "rate", "unauthenticated").await, 1);
+}
+
+/// Each tenant has its own bucket of query cost: a query is charged its estimated cost before
+/// it runs, and past the bucket the tenant gets 429 with `Retry-After` while the others run the
+/// same query.
+async fn each_tenant_has_its_own_query_cost(backend: Backend) {
+    // 5,000 points, then one an hour: nothing refills while the test runs.
+    let shares = Shares {
+        caller_in_flight: 100,
+        rate: None,
+        cost_rate: Some(Rate {
+            refill: Duration::from_secs(3600),
+            burst: std::num::NonZeroU32::new(5_000).unwrap(),
+        }),
+    };
+    let (app, probe) = probed_app(backend, jwt_settings(shares)).await;
+    let (acme, media) = (bearer(ACME), bearer(MEDIA));
+    // A 100-row page: over 200 points, so the bucket empties within 25 of them.
+    const PAGE: &str =
+        r#"{ project(id: "project-35e9") { issues(first: 100) { nodes { num name } } } }"#;
+    let mut ran = 0;
+    let refused = loop {
+        let reply = post_as(&app, &acme, PAGE).await;
+        if reply.status != 200 {
+            break reply;
+        }
+        assert!(reply.body.get("errors").is_none(), "{:#}", reply.body);
+        ran += 1;
+        assert!(ran < 25, "the bucket never emptied");
+    };
+    assert!(ran >= 1);
+    let calls = probe.calls();
+    let error = refused.refused(429, "RATE_LIMITED");
+    assert!(
+        error["message"].as_str().unwrap().contains("cost"),
+        "{error}"
+    );
+    let retry_after: u64 = refused.header("retry-after").unwrap().parse().unwrap();
+    assert!(retry_after > 60, "{retry_after}");
+    assert_eq!(probe.calls(), calls, "a refused query costs no call");
+    let other = post_as(
+        &app,
+        &media,
+        r#"{ project(id: "project-7b7e") { issues(first: 100) { nodes { num name } } } }"#,
+    )
+    .await;
+    assert_eq!(other.status, 200, "{:#}", other.body);
+    // A query costing more than a full bucket is refused, and says why.
+    let huge = format!(
+        r#"{{ project(id: "project-7b7e") {{ {} }} }}"#,
+        (0..6).map(|i| format!("p{i}: issues(first: 100) {{ nodes {{ num name state id fieldValues {{ value }} }} }}")).collect::<String>()
+    );
+    let refused = post_as(&app, &media, &huge).await;
+    let error = refused.refused(429, "RATE_LIMITED");
+    assert!(
+        error["message"].as_str().unwrap().contains("allowance"),
+        "{error}"
+    );
+    assert_eq!(refusals(&app, "cost", "tenant").await, 2);
 }
 
 /// Requests whose credentials or body are ambiguous are refused before anything runs: two
@@ -1520,6 +1581,7 @@ async fn variables_are_checked_where_they_are_used(backend: Backend) {
 crate::both_stores!(
     a_tenant_past_its_share_does_not_take_the_others_room,
     each_tenant_has_its_own_rate,
+    each_tenant_has_its_own_query_cost,
     ambiguous_requests_are_refused,
     tokens_past_the_maximum_lifetime_are_refused,
     variables_are_checked_where_they_are_used,

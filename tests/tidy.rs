@@ -77,6 +77,25 @@ fn only_the_store_modules_touch_their_backends() {
 }
 
 #[test]
+fn input_checks_and_admission_have_one_home_each() {
+    for (path, text) in src_files() {
+        let code = non_test_code(&text);
+        if path != "src/graphql/analysis/inputs.rs" {
+            assert!(
+                !code.contains("async_graphql_value"),
+                "{path} uses async_graphql_value: only graphql/analysis/inputs.rs checks literals"
+            );
+        }
+        if path != "src/http/admission.rs" {
+            assert!(
+                !code.contains("governor"),
+                "{path} uses governor: admission lives in http/admission.rs"
+            );
+        }
+    }
+}
+
+#[test]
 fn graphql_never_builds_keys_or_calls_stores() {
     for (path, text) in src_files() {
         if path.starts_with("src/graphql/") {

@@ -37,6 +37,15 @@ pub struct Gateway {
     shared: Arc<Shared>,
 }
 
+/// Where a request's estimated cost is charged before it runs: its caller's bucket of query
+/// cost (the transport's `http::admission`). The request carries it as `Arc<dyn CostGate>`;
+/// a request without one (unrestricted access, library callers) is not charged.
+pub trait CostGate: Send + Sync {
+    /// Charges `cost`, or says how long until the caller can afford it (`None`: never, it
+    /// costs more than the caller's bucket holds).
+    fn charge(&self, cost: u64) -> Result<(), Option<std::time::Duration>>;
+}
+
 /// How requests are served and bounded.
 #[derive(Clone, Debug)]
 pub struct GatewayOptions {
@@ -241,10 +250,11 @@ impl RequestContext {
         operation_name: Option<&str>,
         variables: &Variables,
         access: &Access,
+        cost_gate: Option<&Arc<dyn CostGate>>,
     ) -> ServerResult<()> {
         let doc = document.tree();
         let types = &self.shared.types;
-        analysis::analyze(
+        let measured = analysis::analyze(
             doc,
             operation_name,
             variables,
@@ -289,6 +299,29 @@ impl RequestContext {
                 "this operation needs the `{}` scope",
                 missing.scope()
             )));
+        }
+        // Last: only a request that will run is charged.
+        if let Some(gate) = cost_gate {
+            gate.charge(measured.cost).map_err(|wait| {
+                let message = match wait {
+                    Some(_) => format!(
+                        "this query's estimated cost ({}) is more than this caller has left of \
+                         its query cost per second; retry after the time in Retry-After",
+                        measured.cost
+                    ),
+                    None => format!(
+                        "this query's estimated cost ({}) is more than this caller's query cost \
+                         allowance holds; ask for smaller pages or fewer fields",
+                        measured.cost
+                    ),
+                };
+                let mut error = ErrorCode::RateLimited.error(message);
+                let secs = wait.map_or(1, |w| w.as_secs_f64().ceil().max(1.0) as u64);
+                if let Some(extensions) = error.extensions.as_mut() {
+                    extensions.set("retryAfter", secs);
+                }
+                error
+            })?;
         }
         Ok(())
     }
@@ -386,6 +419,11 @@ impl RequestContext {
             .get(&std::any::TypeId::of::<Arc<RequestFacts>>())
             .and_then(|d| d.downcast_ref::<Arc<RequestFacts>>())
             .cloned();
+        let cost_gate = request
+            .data
+            .get(&std::any::TypeId::of::<Arc<dyn CostGate>>())
+            .and_then(|d| d.downcast_ref::<Arc<dyn CostGate>>())
+            .cloned();
         // The transport keeps the log too, to say what was applied if it must answer in the
         // gateway's place (a request out of time).
         if let Some(log) = request
@@ -408,7 +446,13 @@ impl RequestContext {
                 if let Some(facts) = &facts {
                     facts.note_operation(tree, operation_name.as_deref());
                 }
-                self.admit(&doc, operation_name.as_deref(), &request.variables, &access)?;
+                self.admit(
+                    &doc,
+                    operation_name.as_deref(),
+                    &request.variables,
+                    &access,
+                    cost_gate.as_ref(),
+                )?;
                 request.set_parsed_query(ExecutableDocument::clone(tree));
                 let validation = if doc.is_accepted(operation_name.as_deref(), &request.variables) {
                     Validation::Known

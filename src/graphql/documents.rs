@@ -12,8 +12,9 @@
 //! selected operations). So once a request passed, another request with the same document,
 //! operation name and variables passes too, and so does one whose variables differ only in
 //! the text of *text variables*: variables that every operation declaring them types as
-//! `String`, `String!`, `ID` or `ID!`. `VariablesInAllowedPosition` (also passed) lets such a
-//! variable stand only where its own named type is expected, and there every string is valid.
+//! `String`, `String!`, `ID` or `ID!`. The input checks that run before validation
+//! (`analysis::inputs`, "All Variable Usages Are Allowed") let such a variable stand only where
+//! its own named type is expected, and there every string is valid.
 //! The shape of the variables kept for a document ([`Accepted`]) is therefore the variables
 //! with the strings of its text variables blanked; a request of an accepted shape runs
 //! through a schema that skips the rules, and gets the response that full validation would

@@ -16,7 +16,7 @@ pub mod types;
 use async_graphql::{Context, EmptySubscription, Object, Schema, ID};
 
 pub use context::{
-    applied_extension, Gateway, GatewayOptions, ValidationCounts, DEFAULT_MAX_CALLS,
+    applied_extension, CostGate, Gateway, GatewayOptions, ValidationCounts, DEFAULT_MAX_CALLS,
     DEFAULT_MAX_READ_UNITS,
 };
 pub use error::ApiError;

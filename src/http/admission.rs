@@ -9,7 +9,13 @@
 //!   the others always find room;
 //! - **a token bucket of requests** ([`Shares::rate`]): a sustained rate with a burst, kept by
 //!   `governor` (GCRA) per caller; past it the caller gets 429 with `Retry-After` saying when
-//!   its next request would be admitted.
+//!   its next request would be admitted;
+//! - **a token bucket of query cost** ([`Shares::cost_rate`]): GraphQL requests differ a
+//!   thousandfold in what they make the server do, so counting requests alone would let a
+//!   caller of the heaviest queries take the server. Each request is charged its estimated cost
+//!   (`graphql::analysis`, the same figure the cost limit judges) once it is parsed and priced,
+//!   before anything runs; past the bucket, 429 with `Retry-After`, as GitHub's and Shopify's
+//!   GraphQL APIs do with their points.
 //!
 //! The server's in-flight limit still bounds everyone together (503, as before). It is checked
 //! last, so a caller refused its share never holds a server permit, not even for a moment.
@@ -68,8 +74,11 @@ impl Caller {
 pub struct Shares {
     /// Requests one caller may have in flight at once.
     pub caller_in_flight: usize,
-    /// One caller's sustained requests per second and burst; `None`: no rate limit.
+    /// One caller's bucket of requests; `None`: no rate limit.
     pub rate: Option<Rate>,
+    /// One caller's bucket of query cost (one token per point of estimated cost); `None`: no
+    /// limit.
+    pub cost_rate: Option<Rate>,
 }
 
 /// A token bucket of `burst` requests, refilled by one every `refill`.
@@ -89,18 +98,25 @@ pub const DEFAULT_CALLER_IN_FLIGHT: usize = 32;
 pub const DEFAULT_RATE_PER_SECOND: u32 = 500;
 /// Default of [`Rate::burst`]: two seconds of the rate, for a tab that opens many grids.
 pub const DEFAULT_BURST: u32 = 1000;
+/// Default query cost per second: a 50-row grid page with every cell costs about 2,100, so
+/// about 240 such pages a second, sustained; the heaviest query the cost limit admits (10,000)
+/// about 50 times a second.
+pub const DEFAULT_COST_PER_SECOND: u32 = 500_000;
+/// Default cost burst: two seconds of the cost rate.
+pub const DEFAULT_COST_BURST: u32 = 1_000_000;
 
 impl Default for Shares {
     fn default() -> Self {
         Shares {
             caller_in_flight: DEFAULT_CALLER_IN_FLIGHT,
             rate: Rate::per_second(DEFAULT_RATE_PER_SECOND, DEFAULT_BURST),
+            cost_rate: Rate::per_second(DEFAULT_COST_PER_SECOND, DEFAULT_COST_BURST),
         }
     }
 }
 
 impl Rate {
-    /// `per_second` requests a second after a burst of `burst`, or `None` (no limit) when
+    /// `per_second` tokens a second after a burst of `burst`, or `None` (no limit) when
     /// `per_second` is 0; a burst of 0 counts as 1.
     pub fn per_second(per_second: u32, burst: u32) -> Option<Rate> {
         let per_second = NonZeroU32::new(per_second)?;
@@ -124,6 +140,10 @@ impl Rate {
 pub enum Refusal {
     /// The caller's bucket is empty: its next request is admitted after `retry_after`.
     Rate { retry_after: Duration },
+    /// The caller's bucket of query cost holds less than the query costs; it will after
+    /// `retry_after` (never, when `retry_after` is `None`: the query costs more than the
+    /// bucket holds when full).
+    Cost { retry_after: Option<Duration> },
     /// The caller has its share of requests in flight.
     CallerInFlight,
     /// The server has its limit of requests in flight.
@@ -135,6 +155,7 @@ impl Refusal {
     pub fn reason(self) -> &'static str {
         match self {
             Refusal::Rate { .. } => "rate",
+            Refusal::Cost { .. } => "cost",
             Refusal::CallerInFlight => "caller_in_flight",
             Refusal::ServerInFlight => "server_in_flight",
         }
@@ -144,8 +165,12 @@ impl Refusal {
     /// only be refused again.
     pub fn retry_after_secs(self) -> u64 {
         match self {
-            Refusal::Rate { retry_after } => retry_after.as_secs_f64().ceil().max(1.0) as u64,
-            Refusal::CallerInFlight | Refusal::ServerInFlight => 1,
+            Refusal::Rate { retry_after }
+            | Refusal::Cost {
+                retry_after: Some(retry_after),
+            } => retry_after.as_secs_f64().ceil().max(1.0) as u64,
+            Refusal::Cost { retry_after: None } | Refusal::CallerInFlight => 1,
+            Refusal::ServerInFlight => 1,
         }
     }
 }
@@ -159,6 +184,7 @@ pub struct Admission {
     server: Arc<Semaphore>,
     in_flight: Arc<Mutex<HashMap<Caller, usize>>>,
     buckets: Option<DefaultKeyedRateLimiter<Caller>>,
+    costs: Option<DefaultKeyedRateLimiter<Caller>>,
     clock: DefaultClock,
     checks: AtomicU64,
 }
@@ -178,11 +204,15 @@ struct CallerPermit {
 impl Admission {
     pub fn new(server_in_flight: usize, shares: Shares) -> Admission {
         let buckets = shares.rate.map(|rate| RateLimiter::keyed(rate.quota()));
+        let costs = shares
+            .cost_rate
+            .map(|rate| RateLimiter::keyed(rate.quota()));
         Admission {
             shares,
             server: Arc::new(Semaphore::new(server_in_flight)),
             in_flight: Arc::default(),
             buckets,
+            costs,
             clock: DefaultClock::default(),
             checks: AtomicU64::new(0),
         }
@@ -215,18 +245,44 @@ impl Admission {
     /// anyway (failed credentials), so that flooding the server with them is answered with
     /// cheap 429s once the unauthenticated bucket is empty.
     pub fn spend_token(&self, caller: &Caller) -> Result<(), Refusal> {
+        self.forget_idle_callers();
         let Some(buckets) = &self.buckets else {
             return Ok(());
         };
-        if self.checks.fetch_add(1, Ordering::Relaxed) % RETAIN_EVERY == RETAIN_EVERY - 1 {
-            buckets.retain_recent();
-            buckets.shrink_to_fit();
-        }
         buckets
             .check_key(caller)
             .map_err(|not_until| Refusal::Rate {
                 retry_after: not_until.wait_time_from(self.clock.now()),
             })
+    }
+
+    /// Charges `cost` (a query's estimated cost, at least 1) to the caller's bucket of query
+    /// cost, or says when the caller could afford it.
+    pub fn charge_cost(&self, caller: &Caller, cost: u64) -> Result<(), Refusal> {
+        self.forget_idle_callers();
+        let Some(costs) = &self.costs else {
+            return Ok(());
+        };
+        let points = NonZeroU32::new(u32::try_from(cost).unwrap_or(u32::MAX).max(1))
+            .unwrap_or(NonZeroU32::MIN);
+        match costs.check_key_n(caller, points) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(not_until)) => Err(Refusal::Cost {
+                retry_after: Some(not_until.wait_time_from(self.clock.now())),
+            }),
+            Err(_) => Err(Refusal::Cost { retry_after: None }),
+        }
+    }
+
+    /// Every [`RETAIN_EVERY`] checks, drops the buckets that are full again (an idle caller's
+    /// is the same as a new one's), so memory follows the callers active now.
+    fn forget_idle_callers(&self) {
+        if self.checks.fetch_add(1, Ordering::Relaxed) % RETAIN_EVERY == RETAIN_EVERY - 1 {
+            for limiter in [&self.buckets, &self.costs].into_iter().flatten() {
+                limiter.retain_recent();
+                limiter.shrink_to_fit();
+            }
+        }
     }
 
     fn take_share(&self, caller: &Caller) -> Result<CallerPermit, Refusal> {
@@ -280,6 +336,7 @@ mod tests {
             Shares {
                 caller_in_flight: 2,
                 rate: None,
+                cost_rate: None,
             },
         );
         let (a, b) = (tenant("tenant-a"), tenant("tenant-b"));
@@ -317,6 +374,7 @@ mod tests {
             Shares {
                 caller_in_flight: 1,
                 rate: Rate::per_second(1, 1),
+                cost_rate: Rate::per_second(1, 1),
             },
         );
         let held: Vec<_> = (0..3).map(|_| admission.admit(None).unwrap()).collect();
@@ -331,6 +389,7 @@ mod tests {
             Shares {
                 caller_in_flight: 1,
                 rate: None,
+                cost_rate: None,
             },
         );
         let a = tenant("tenant-a");
@@ -355,6 +414,7 @@ mod tests {
                     refill: Duration::from_secs(3600),
                     burst: NonZeroU32::new(3).unwrap(),
                 }),
+                cost_rate: None,
             },
         );
         let (a, b) = (tenant("tenant-a"), tenant("tenant-b"));
@@ -369,6 +429,37 @@ mod tests {
             drop(admission.admit(Some(&b)).unwrap());
             drop(admission.admit(Some(&Caller::Unauthenticated)).unwrap());
         }
+    }
+
+    #[test]
+    fn queries_are_charged_their_cost() {
+        // A bucket of 10,000 points that refills by one an hour.
+        let admission = Admission::new(
+            100,
+            Shares {
+                caller_in_flight: 100,
+                rate: None,
+                cost_rate: Some(Rate {
+                    refill: Duration::from_secs(3600),
+                    burst: NonZeroU32::new(10_000).unwrap(),
+                }),
+            },
+        );
+        let (a, b) = (tenant("tenant-a"), tenant("tenant-b"));
+        assert!(admission.charge_cost(&a, 6_000).is_ok());
+        let refusal = admission.charge_cost(&a, 6_000).err().unwrap();
+        assert!(
+            matches!(refusal, Refusal::Cost { retry_after: Some(wait) } if wait > Duration::from_secs(3600)),
+            "{refusal:?}"
+        );
+        // What is left still pays for cheaper queries, and the other tenant's bucket is full.
+        assert!(admission.charge_cost(&a, 4_000).is_ok());
+        assert!(admission.charge_cost(&b, 10_000).is_ok());
+        // More than a full bucket can never be paid.
+        assert_eq!(
+            admission.charge_cost(&b, 20_000).err(),
+            Some(Refusal::Cost { retry_after: None })
+        );
     }
 
     #[test]

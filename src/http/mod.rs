@@ -24,7 +24,7 @@ use tower_http::cors::{Any, CorsLayer};
 use crate::auth::{Access, Authenticator};
 use crate::graphql::analysis::select_operation;
 use crate::graphql::error::ErrorCode;
-use crate::graphql::Gateway;
+use crate::graphql::{CostGate, Gateway};
 use crate::repo::writes::AppliedLog;
 use crate::telemetry::{Metrics, OperationKind, RequestFacts};
 use admission::{Admission, Caller, Refusal, Shares};
@@ -108,7 +108,7 @@ pub struct Http {
     gateway: Arc<Gateway>,
     auth: Authenticator,
     pub limits: HttpLimits,
-    admission: Admission,
+    admission: Arc<Admission>,
     metrics: Option<Arc<Metrics>>,
 }
 
@@ -117,7 +117,7 @@ impl Http {
         Http {
             gateway,
             auth,
-            admission: Admission::new(limits.max_in_flight, limits.shares),
+            admission: Arc::new(Admission::new(limits.max_in_flight, limits.shares)),
             limits,
             metrics: None,
         }
@@ -328,6 +328,8 @@ struct Call {
     facts: Arc<RequestFacts>,
     /// The request's place in flight, in its caller's share and the server's limit.
     _permit: admission::Permit,
+    /// Whose share it is counted in (none: unrestricted access).
+    caller: Option<Caller>,
 }
 
 /// Negotiates the response type, authenticates the caller and admits the request within the
@@ -366,6 +368,7 @@ fn admit(state: &Http, id: RequestId, headers: &HeaderMap) -> Result<Call, Box<R
                     access,
                     facts: Arc::new(RequestFacts::new(tracing::Span::current())),
                     _permit: permit,
+                    caller,
                 }),
                 Err(refusal) => Err(Box::new(not_admitted(
                     state,
@@ -405,6 +408,29 @@ fn admit(state: &Http, id: RequestId, headers: &HeaderMap) -> Result<Call, Box<R
     }
 }
 
+/// A caller's bucket of query cost, charged by the gateway once it has priced the query.
+struct CallerCost {
+    admission: Arc<Admission>,
+    metrics: Option<Arc<Metrics>>,
+    caller: Caller,
+}
+
+impl CostGate for CallerCost {
+    fn charge(&self, cost: u64) -> Result<(), Option<Duration>> {
+        let refusal = match self.admission.charge_cost(&self.caller, cost) {
+            Ok(()) => return Ok(()),
+            Err(refusal) => refusal,
+        };
+        if let Some(metrics) = &self.metrics {
+            metrics.admission_refused(refusal.reason(), self.caller.kind());
+        }
+        match refusal {
+            Refusal::Cost { retry_after } => Err(retry_after),
+            _ => Err(Some(Duration::from_secs(refusal.retry_after_secs()))),
+        }
+    }
+}
+
 /// The answer to a request that was not admitted: 429 `RATE_LIMITED` past the caller's share,
 /// 503 `OVERLOADED` past the server's limit, both with `Retry-After`.
 fn not_admitted(
@@ -418,7 +444,7 @@ fn not_admitted(
         metrics.admission_refused(refusal.reason(), caller.map_or("operator", Caller::kind));
     }
     let (status, code, message) = match refusal {
-        Refusal::Rate { .. } => (
+        Refusal::Rate { .. } | Refusal::Cost { .. } => (
             StatusCode::TOO_MANY_REQUESTS,
             ErrorCode::RateLimited,
             "this caller sent more requests than its rate allows; retry after the time in \
@@ -472,10 +498,18 @@ async fn run(state: &Http, call: Call, request: async_graphql::Request) -> Respo
         return refusal;
     }
     let applied = AppliedLog::default();
-    let request = request
+    let mut request = request
         .data(call.access)
         .data(call.facts.clone())
         .data(applied.clone());
+    if let Some(caller) = call.caller {
+        let gate: Arc<dyn CostGate> = Arc::new(CallerCost {
+            admission: state.admission.clone(),
+            metrics: state.metrics.clone(),
+            caller,
+        });
+        request = request.data(gate);
+    }
     let execution = tokio::time::timeout(
         state.limits.request_timeout,
         state.gateway.execute_encoded(request),

@@ -192,6 +192,7 @@ pub(super) fn graphql_response(
         let code = response.errors.first().and_then(error_code);
         match code.as_deref() {
             Some("FORBIDDEN") => StatusCode::FORBIDDEN,
+            Some("RATE_LIMITED") => StatusCode::TOO_MANY_REQUESTS,
             Some("UNAUTHENTICATED") => StatusCode::UNAUTHORIZED,
             Some("TIMEOUT") => StatusCode::GATEWAY_TIMEOUT,
             _ if media == Media::Json => StatusCode::OK,
@@ -241,6 +242,20 @@ pub(super) fn graphql_response(
         header::CONTENT_TYPE,
         HeaderValue::from_static(media.content_type()),
     );
+    if status == StatusCode::TOO_MANY_REQUESTS {
+        // A refusal of the caller's query cost says when to come back, like every 429.
+        let secs = response
+            .errors
+            .first()
+            .and_then(|e| e.extensions.as_ref()?.get("retryAfter").cloned())
+            .and_then(|v| match v {
+                async_graphql::Value::Number(n) => n.as_u64(),
+                _ => None,
+            })
+            .unwrap_or(1);
+        out.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
     let code = match response.errors.first() {
         None => OK,
         // Every error leaves the gateway with one of the codes; anything else would be a bug,
