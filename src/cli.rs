@@ -424,6 +424,15 @@ async fn serve(args: ServeArgs) -> Result<(), CliError> {
             CursorKeys::random()
         }
     };
+    let max_cost = args.limits.query_limits().max_cost;
+    if args.limits.tenant_cost_rate > 0 && u64::from(args.limits.tenant_cost_burst) < max_cost {
+        return Err(format!(
+            "--tenant-cost-burst ({}) is below --max-query-cost ({max_cost}): the costliest \
+             queries the cost limit admits could never run",
+            args.limits.tenant_cost_burst
+        )
+        .into());
+    }
     let store = args.store.open().await?;
     if !args.no_demo && seed::demo_if_missing(&store).await? {
         tracing::info!("loaded the demo data into the empty store");

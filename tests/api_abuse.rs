@@ -798,6 +798,68 @@ async fn slow_requests_time_out(backend: Backend) {
     assert_eq!(grid.body["data"]["project"]["name"], "Forth Rail Bridge");
 }
 
+/// A mutation that committed before the request failed is in the answer's `extensions.applied`,
+/// whatever ended the request: the time limit (the read back of a created tenant parks at the
+/// gate and the request is cancelled), or the call budget (a second mutation needs more calls
+/// than are left). The budget's answer is no request error: it ran, so it is 200 with `data`.
+async fn answers_say_what_was_applied_whatever_ends_the_request(backend: Backend) {
+    let settings = Settings {
+        http: HttpLimits {
+            request_timeout: Duration::from_millis(200),
+            ..HttpLimits::default()
+        },
+        ..Settings::default()
+    };
+    let (app, probe) = probed_app(backend, settings).await;
+    probe.close_gate();
+    const CREATE: &str =
+        r#"mutation { createTenant(input: {name: "Timed out"}) { tenant { id } } }"#;
+    let timed_out = post(&app, CREATE, json!({})).await;
+    let error = timed_out.refused(504, "TIMEOUT");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("clientMutationId"),
+        "{error}"
+    );
+    let applied = &timed_out.body["extensions"]["applied"];
+    assert_eq!(
+        applied[0]["mutation"], "createTenant",
+        "{:#}",
+        timed_out.body
+    );
+    assert!(applied[0]["id"].as_str().unwrap().starts_with("tenant-"));
+    probe.open_gate();
+
+    let settings = Settings {
+        gateway: GatewayOptions {
+            max_calls: 3,
+            ..GatewayOptions::default()
+        },
+        ..Settings::default()
+    };
+    let (app, _probe) = probed_app(backend, settings).await;
+    let two = r#"mutation {
+        a: updateTenant(input: {id: "tenant-0807", name: "Renamed"}) { tenant { name } }
+        b: updateTenant(input: {id: "tenant-3cc8", name: "Renamed too"}) { tenant { name } }
+    }"#;
+    let reply = post(&app, two, json!({})).await;
+    assert_eq!(reply.status, 200, "{:#}", reply.body);
+    assert_eq!(
+        reply.body["errors"][0]["extensions"]["code"], "LIMIT_EXCEEDED",
+        "{:#}",
+        reply.body
+    );
+    assert!(reply.body["data"].is_null(), "{:#}", reply.body);
+    assert_eq!(
+        reply.body["extensions"]["applied"],
+        json!([{"mutation": "updateTenant", "id": "tenant-0807"}]),
+        "{:#}",
+        reply.body
+    );
+}
+
 async fn requests_beyond_the_in_flight_limit_are_shed(backend: Backend) {
     let settings = Settings {
         http: HttpLimits {
@@ -1358,21 +1420,24 @@ async fn each_tenant_has_its_own_rate(backend: Backend) {
         let other = post_as(&app, &media, "{ __typename }").await;
         assert_eq!(other.status, 200, "{:#}", other.body);
     }
-    // Bad credentials share one bucket: 401 while it lasts, then a cheap 429.
-    for _ in 0..3 {
+    // Bad credentials share one bucket of their own: always 401 (so a client whose token
+    // expired refreshes it), counted past the bucket instead of logged.
+    for _ in 0..4 {
         post_as(&app, "Bearer not-a-token", "{ __typename }")
             .await
             .refused(401, "UNAUTHENTICATED");
     }
-    post_as(&app, "Bearer not-a-token", "{ __typename }")
-        .await
-        .refused(429, "RATE_LIMITED");
-    // ...which is not the tenants' bucket.
+    assert_eq!(refusals(&app, "rate", "unauthenticated").await, 1);
+    // ...which is not a tenant's: a tenant that has sent nothing yet has its whole burst.
+    let fresh = bearer("tenant-ffff");
+    for _ in 0..3 {
+        let ok = post_as(&app, &fresh, "{ __typename }").await;
+        assert_eq!(ok.status, 200, "{:#}", ok.body);
+    }
     post_as(&app, &media, "{ __typename }")
         .await
         .refused(429, "RATE_LIMITED");
     assert_eq!(refusals(&app, "rate", "tenant").await, 2);
-    assert_eq!(refusals(&app, "rate", "unauthenticated").await, 1);
 }
 
 /// Each tenant has its own bucket of query cost: a query is charged its estimated cost before
@@ -1426,10 +1491,14 @@ async fn each_tenant_has_its_own_query_cost(backend: Backend) {
         (0..6).map(|i| format!("p{i}: issues(first: 100) {{ nodes {{ num name state id fieldValues {{ value }} }} }}")).collect::<String>()
     );
     let refused = post_as(&app, &media, &huge).await;
-    let error = refused.refused(429, "RATE_LIMITED");
+    let error = refused.refused(400, "LIMIT_EXCEEDED");
     assert!(
         error["message"].as_str().unwrap().contains("allowance"),
         "{error}"
+    );
+    assert!(
+        refused.header("retry-after").is_none(),
+        "waiting would not help"
     );
     assert_eq!(refusals(&app, "cost", "tenant").await, 2);
 }
@@ -1582,6 +1651,7 @@ crate::both_stores!(
     a_tenant_past_its_share_does_not_take_the_others_room,
     each_tenant_has_its_own_rate,
     each_tenant_has_its_own_query_cost,
+    answers_say_what_was_applied_whatever_ends_the_request,
     ambiguous_requests_are_refused,
     tokens_past_the_maximum_lifetime_are_refused,
     variables_are_checked_where_they_are_used,

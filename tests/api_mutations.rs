@@ -1161,7 +1161,76 @@ async fn no_mutation_runs_before_a_refused_input(backend: Backend) {
     assert_eq!(name["issue"]["name"], "Needs Painting");
 }
 
+/// Wrong inputs the matrix does not reach: inside list items, a variable of the wrong type in a
+/// literal, null for a variable that stands where a value is required (allowed only through
+/// its default), a wrong input in a later mutation that `@skip` does not remove. Each is
+/// refused before any call, and nothing changes.
+async fn wrong_inputs_in_depth_are_refused_before_anything_runs(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    app.seed_demo().await;
+    let before = table(&app).await;
+    let cases = [
+        (
+            r#"mutation($in: CreateIssueInput!) { createIssue(input: $in) { __typename } }"#,
+            json!({"in": {"projectId": BRIDGE, "name": "n", "fieldValues": [{"fieldId": SIGN_OFF, "value": "ok"}, {"fieldId": true}]}}),
+            "BAD_USER_INPUT",
+        ),
+        (
+            r#"mutation { createIssue(input: {projectId: "project-35e9", name: "n", fieldValues: [{fieldId: "xattrib-47e5"}, {fieldId: 1.5}]}) { __typename } }"#,
+            json!({}),
+            "GRAPHQL_VALIDATION_FAILED",
+        ),
+        (
+            r#"mutation($x: Int) { updateIssue(input: {id: "issue-020e", name: $x}) { __typename } }"#,
+            json!({"x": 5}),
+            "GRAPHQL_VALIDATION_FAILED",
+        ),
+        (
+            r#"mutation($in: UpdateIssueInput = {id: "issue-020e", name: "d"}) { updateIssue(input: $in) { __typename } }"#,
+            json!({"in": null}),
+            "BAD_USER_INPUT",
+        ),
+        (
+            r#"mutation($s: IssueState) { updateIssue(input: {id: "issue-020e", state: $s}) { __typename } }"#,
+            json!({"s": "HALF_OPEN"}),
+            "BAD_USER_INPUT",
+        ),
+        (
+            r#"mutation($b: Boolean!) {
+                a: updateIssue(input: {id: "issue-020e", name: "v2"}) { __typename }
+                b: createIssue(input: {projectId: true, name: "x"}) @skip(if: $b) { __typename }
+            }"#,
+            json!({"b": false}),
+            "GRAPHQL_VALIDATION_FAILED",
+        ),
+    ];
+    for (query, variables, code) in cases {
+        let body = app.post(query, variables).await;
+        assert_eq!(
+            body["errors"][0]["extensions"]["code"], code,
+            "{query}: {body:#}"
+        );
+        assert_eq!(
+            body["extensions"]["cost"]["dynamodbCalls"], 0,
+            "{query}: {body:#}"
+        );
+    }
+    assert_eq!(table(&app).await, before);
+    // The default of a variable that is left out applies.
+    let body = app
+        .post(
+            r#"mutation($in: UpdateIssueInput = {id: "issue-020e", name: "From the default"}) { updateIssue(input: $in) { issue { name } } }"#,
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        body["data"]["updateIssue"]["issue"]["name"], "From the default",
+        "{body:#}"
+    );
+}
+
 both_stores!(
+    wrong_inputs_in_depth_are_refused_before_anything_runs,
     wrong_typed_input_is_refused_before_anything_runs,
     no_mutation_runs_before_a_refused_input,
     every_mutation_round_trips,

@@ -277,15 +277,19 @@ impl RequestContext {
         if let Some(operation) = operation {
             // Every input is checked against its type before anything runs: async-graphql
             // would find some mistakes only while resolving, after earlier mutations ran.
-            document
-                .inputs(operation_name, |doc| {
-                    analysis::check_operation(doc, operation, types)
-                })
-                .map_err(|refusal| {
-                    let error = async_graphql::ServerError::new(refusal.message, refusal.pos);
-                    ErrorCode::GraphqlValidationFailed.tag(error)
-                })?;
-            analysis::check_variables(operation, variables, types)
+            let checked = match document.inputs(operation_name, |doc, operation| {
+                analysis::check_operation(doc, operation, types)
+            }) {
+                Some(Ok(checked)) => checked,
+                Some(Err(refusal)) => {
+                    let error =
+                        async_graphql::ServerError::new(refusal.message.clone(), refusal.pos);
+                    return Err(ErrorCode::GraphqlValidationFailed.tag(error));
+                }
+                // The operation was selected above, so the document has it.
+                None => &analysis::Checked::default(),
+            };
+            analysis::check_variables(operation, variables, types, checked)
                 .map_err(|refusal| ErrorCode::BadUserInput.error(refusal.message))?;
             if !self.shared.options.introspection && introspects(doc, operation) {
                 return Err(ErrorCode::Forbidden.error("introspection is disabled on this server"));
@@ -300,27 +304,27 @@ impl RequestContext {
                 missing.scope()
             )));
         }
-        // Last: only a request that will run is charged.
+        // Last, once every check above has passed (async-graphql's validation may still
+        // refuse it): a request is charged its estimated cost to its caller's bucket.
         if let Some(gate) = cost_gate {
-            gate.charge(measured.cost).map_err(|wait| {
-                let message = match wait {
-                    Some(_) => format!(
+            gate.charge(measured.cost).map_err(|wait| match wait {
+                Some(wait) => {
+                    let mut error = ErrorCode::RateLimited.error(format!(
                         "this query's estimated cost ({}) is more than this caller has left of \
                          its query cost per second; retry after the time in Retry-After",
                         measured.cost
-                    ),
-                    None => format!(
-                        "this query's estimated cost ({}) is more than this caller's query cost \
-                         allowance holds; ask for smaller pages or fewer fields",
-                        measured.cost
-                    ),
-                };
-                let mut error = ErrorCode::RateLimited.error(message);
-                let secs = wait.map_or(1, |w| w.as_secs_f64().ceil().max(1.0) as u64);
-                if let Some(extensions) = error.extensions.as_mut() {
-                    extensions.set("retryAfter", secs);
+                    ));
+                    if let Some(extensions) = error.extensions.as_mut() {
+                        extensions.set("retryAfter", wait.as_secs_f64().ceil().max(1.0) as u64);
+                    }
+                    error
                 }
-                error
+                // Waiting would not help: the query is too costly for this caller at all.
+                None => ErrorCode::LimitExceeded.error(format!(
+                    "this query's estimated cost ({}) is more than this caller's query cost \
+                     allowance holds; ask for smaller pages or fewer fields",
+                    measured.cost
+                )),
             })?;
         }
         Ok(())

@@ -22,14 +22,16 @@
 //! string is declared, a new operation name or a new document is validated in full.
 
 use std::num::NonZeroUsize;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use async_graphql::parser::parse_query;
-use async_graphql::parser::types::{BaseType, ExecutableDocument, Type};
+use async_graphql::parser::types::{
+    BaseType, DocumentOperations, ExecutableDocument, OperationDefinition, Type,
+};
 use async_graphql::{Name, ServerError, Value, Variables};
 use lru::LruCache;
 
-use super::analysis::InputRefusal;
+use super::analysis::{Checked, InputRefusal};
 
 /// Longer query texts are parsed every time and never kept: the cache holds at most
 /// [`CACHED_DOCUMENTS`] × this many bytes of text (2 MiB) and the trees parsed from it, so
@@ -55,13 +57,13 @@ pub struct Document {
     text_variables: Vec<Name>,
     /// Accepted shapes, the oldest replaced first once [`ACCEPTED_SHAPES`] are kept.
     accepted: Mutex<Accepted>,
-    /// What [`crate::graphql::analysis::check_operation`] found of each operation run so far,
-    /// by operation name: it depends on the document alone, so it is found once.
-    inputs: Mutex<Vec<InputVerdict>>,
+    /// What [`crate::graphql::analysis::check_operation`] found of each operation (by name),
+    /// once it was first run: it depends on the document alone.
+    inputs: Vec<(Option<Name>, OnceLock<Verdict>)>,
 }
 
-/// An operation's name and what the input checks found of it.
-type InputVerdict = (Option<Box<str>>, Result<(), InputRefusal>);
+/// What the input checks found of an operation.
+pub type Verdict = Result<Checked, InputRefusal>;
 
 /// The operation names and variable shapes a document was accepted with.
 #[derive(Default)]
@@ -127,38 +129,43 @@ impl Document {
             }
         }
         text.retain(|name| !other.contains(&name));
+        let inputs = tree
+            .operations
+            .iter()
+            .map(|(name, _)| (name.cloned(), OnceLock::new()))
+            .collect();
         Document {
             tree,
             text_variables: text,
             accepted: Mutex::default(),
-            inputs: Mutex::default(),
+            inputs,
         }
     }
 
-    /// The verdict of `check` on the operation `operation`, found once per operation.
+    /// What `check` found of the operation the request runs: by its name, or the document's
+    /// only operation when the request names none (the analysis has refused any other
+    /// request). Found once per operation, at its first request, and read without a lock after.
     pub fn inputs(
         &self,
         operation: Option<&str>,
-        check: impl FnOnce(&ExecutableDocument) -> Result<(), InputRefusal>,
-    ) -> Result<(), InputRefusal> {
-        let found = |inputs: &Vec<InputVerdict>| {
-            inputs
+        check: impl FnOnce(&ExecutableDocument, &OperationDefinition) -> Verdict,
+    ) -> Option<&Verdict> {
+        let slots = &self.inputs;
+        let at = match operation {
+            Some(name) => slots
                 .iter()
-                .find(|(name, _)| name.as_deref() == operation)
-                .map(|(_, verdict)| verdict.clone())
+                .position(|(n, _)| n.as_ref().is_some_and(|n| n.as_str() == name))?,
+            None if slots.len() == 1 => 0,
+            None => return None,
         };
-        // A verdict is pushed whole, so a panicking holder leaves the list usable.
-        let lock = || self.inputs.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(verdict) = found(&lock()) {
-            return verdict;
-        }
-        // Checked outside the lock; a concurrent request may find the same verdict meanwhile.
-        let verdict = check(&self.tree);
-        let mut inputs = lock();
-        if found(&inputs).is_none() {
-            inputs.push((operation.map(Box::from), verdict.clone()));
-        }
-        verdict
+        let (name, slot) = &slots[at];
+        let operation = match (&self.tree.operations, name) {
+            (DocumentOperations::Single(op), _) => &op.node,
+            (DocumentOperations::Multiple(ops), Some(name)) => &ops.get(name)?.node,
+            // Several operations always have names.
+            (DocumentOperations::Multiple(_), None) => return None,
+        };
+        Some(slot.get_or_init(|| check(&self.tree, operation)))
     }
 
     /// The parsed tree.

@@ -5,8 +5,9 @@
 //! caller. A share is two bounds:
 //!
 //! - **requests in flight** ([`Shares::caller_in_flight`]): past it the caller gets 429 at once,
-//!   so one caller can never hold more than its share of the server's own in-flight limit, and
-//!   the others always find room;
+//!   so one caller can never hold more than its share of the server's own in-flight limit; and
+//!   the last eighth of the server's places is kept for callers with nothing in flight, so a few
+//!   busy callers, each within its share, cannot fill the server and leave the others 503;
 //! - **a token bucket of requests** ([`Shares::rate`]): a sustained rate with a burst, kept by
 //!   `governor` (GCRA) per caller; past it the caller gets 429 with `Retry-After` saying when
 //!   its next request would be admitted;
@@ -91,7 +92,7 @@ pub struct Rate {
 /// Default of [`Shares::caller_in_flight`]: an eighth of the server's default in-flight limit
 /// (256). A grid user's browser has at most 6 connections to one host, so 32 serve several
 /// busy users of one tenant at once (32 pages in flight are about 2,000 pages a second at
-/// DynamoDB's latency), while 8 tenants at their limit still leave the server room.
+/// DynamoDB's latency).
 pub const DEFAULT_CALLER_IN_FLIGHT: usize = 32;
 /// Default rate, in requests per second: about 2 grid pages a second for each of 250 people of one
 /// tenant scrolling at once; far beyond what one person's grid sends.
@@ -175,6 +176,9 @@ impl Refusal {
     }
 }
 
+/// One place in this many of the server's is kept for callers with nothing in flight.
+const RESERVED_FRACTION: usize = 8;
+
 /// How often the buckets of idle callers are dropped, in checks.
 const RETAIN_EVERY: u64 = 4096;
 
@@ -182,6 +186,8 @@ const RETAIN_EVERY: u64 = 4096;
 pub struct Admission {
     shares: Shares,
     server: Arc<Semaphore>,
+    /// Server places only callers with nothing in flight may take.
+    reserve: usize,
     in_flight: Arc<Mutex<HashMap<Caller, usize>>>,
     buckets: Option<DefaultKeyedRateLimiter<Caller>>,
     costs: Option<DefaultKeyedRateLimiter<Caller>>,
@@ -210,6 +216,7 @@ impl Admission {
         Admission {
             shares,
             server: Arc::new(Semaphore::new(server_in_flight)),
+            reserve: server_in_flight / RESERVED_FRACTION,
             in_flight: Arc::default(),
             buckets,
             costs,
@@ -224,7 +231,13 @@ impl Admission {
     pub fn admit(&self, caller: Option<&Caller>) -> Result<Permit, Refusal> {
         let caller_permit = match caller {
             Some(caller) => {
-                let permit = self.take_share(caller)?;
+                let (permit, already) = self.take_share(caller)?;
+                // Approximate (another request may take or give back a place meanwhile), which
+                // is all a reserve needs.
+                let free = self.server.available_permits();
+                if already > 0 && free > 0 && free <= self.reserve {
+                    return Err(Refusal::CallerInFlight);
+                }
                 self.spend_token(caller)?;
                 Some(permit)
             }
@@ -285,17 +298,20 @@ impl Admission {
         }
     }
 
-    fn take_share(&self, caller: &Caller) -> Result<CallerPermit, Refusal> {
+    /// Takes a place in the caller's share; also says how many it held before.
+    fn take_share(&self, caller: &Caller) -> Result<(CallerPermit, usize), Refusal> {
         let mut in_flight = lock(&self.in_flight);
         let count = in_flight.entry(caller.clone()).or_insert(0);
         if *count >= self.shares.caller_in_flight {
             return Err(Refusal::CallerInFlight);
         }
+        let already = *count;
         *count += 1;
-        Ok(CallerPermit {
+        let permit = CallerPermit {
             caller: caller.clone(),
             in_flight: self.in_flight.clone(),
-        })
+        };
+        Ok((permit, already))
     }
 
     /// The callers with requests in flight now (for tests and the metrics).
@@ -365,6 +381,30 @@ mod tests {
             0,
             "idle callers leave the map"
         );
+    }
+
+    #[test]
+    fn the_last_places_are_kept_for_callers_with_nothing_in_flight() {
+        // 16 places, 2 of them kept back; shares of 8.
+        let admission = Admission::new(
+            16,
+            Shares {
+                caller_in_flight: 8,
+                rate: None,
+                cost_rate: None,
+            },
+        );
+        let (a, b, c) = (tenant("tenant-a"), tenant("tenant-b"), tenant("tenant-c"));
+        let mut held: Vec<_> = (0..8).map(|_| admission.admit(Some(&a)).unwrap()).collect();
+        held.extend((0..6).map(|_| admission.admit(Some(&b)).unwrap()));
+        // Within its share, but into the reserve: refused.
+        assert_eq!(
+            admission.admit(Some(&b)).err(),
+            Some(Refusal::CallerInFlight)
+        );
+        // A caller with nothing in flight still gets in.
+        held.push(admission.admit(Some(&c)).unwrap());
+        drop(held);
     }
 
     #[test]

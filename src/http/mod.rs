@@ -380,19 +380,18 @@ fn admit(state: &Http, id: RequestId, headers: &HeaderMap) -> Result<Call, Box<R
             }
         }
         Err(e) => {
-            // Refused either way; past the unauthenticated bucket, refused without the log
-            // line, so a flood of bad credentials costs little and says so.
-            if let Err(refusal) = state.admission.spend_token(&Caller::Unauthenticated) {
-                let caller = Caller::Unauthenticated;
-                return Err(Box::new(not_admitted(
-                    state,
-                    Some(&caller),
-                    refusal,
-                    &id,
-                    media,
-                )));
+            // Always 401, so a client whose token expired refreshes it rather than backing off
+            // (a 429 here would let anyone who empties the bucket keep such clients out).
+            // These requests never hold a place in flight; their bucket bounds what they cost
+            // beyond their refusal, the log line: past it they are counted, not logged.
+            match state.admission.spend_token(&Caller::Unauthenticated) {
+                Ok(()) => tracing::info!(reason = %e, "unauthenticated request"),
+                Err(refusal) => {
+                    if let Some(metrics) = &state.metrics {
+                        metrics.admission_refused(refusal.reason(), Caller::Unauthenticated.kind());
+                    }
+                }
             }
-            tracing::info!(reason = %e, "unauthenticated request");
             let mut response = refuse(
                 StatusCode::UNAUTHORIZED,
                 ErrorCode::Unauthenticated,
@@ -587,10 +586,10 @@ async fn graphql_post(State(state): State<AppState>, request: Request) -> Respon
         Ok(bytes) => bytes,
         Err((status, message)) => {
             let mut response = bad_request(status, &message);
-            if status == StatusCode::PAYLOAD_TOO_LARGE && parts.version < Version::HTTP_2 {
-                // The rest of the body is never read, so the connection cannot carry another
-                // request: say so, or a pooled client sends its next request into a socket
-                // the server is closing.
+            if parts.version < Version::HTTP_2 {
+                // The rest of the body (too large, too slow, broken) is never read, so the
+                // connection cannot carry another request: say so, or a pooled client sends
+                // its next request into a socket the server is closing.
                 response
                     .headers_mut()
                     .insert(header::CONNECTION, HeaderValue::from_static("close"));

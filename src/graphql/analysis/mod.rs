@@ -75,7 +75,7 @@ mod tokens;
 mod types;
 mod walk;
 
-pub use inputs::{check_operation, check_variables, InputRefusal};
+pub use inputs::{check_operation, check_variables, Checked, InputRefusal};
 pub use tokens::count_tokens;
 pub use types::{FieldInfo, InputInfo, InputKind, TypeMap};
 

@@ -1,4 +1,5 @@
-//! The analysis against the served schema: counts, costs, limits and refusals.
+//! The analysis against the served schema: counts, costs, limits and refusals; and the input
+//! checks against async-graphql's own coercion of the schema's input types.
 
 #![cfg(test)]
 
@@ -558,4 +559,198 @@ fn refusals_read_well() {
         .to_string(),
         "fragment `F` spreads itself, directly or through other fragments"
     );
+}
+
+mod inputs {
+    //! The input checks against async-graphql's own coercion of the schema's input types (the
+    //! `InputObject`s the resolvers take): whatever the checks accept, async-graphql parses, so
+    //! no resolver can fail on its input's shape; and whatever async-graphql parses, the checks
+    //! accept, so they refuse nothing that would have run, but for a field the type does not
+    //! have, which the specification refuses and async-graphql ignores.
+
+    use async_graphql::indexmap::IndexMap;
+    use async_graphql::{InputType, Number};
+    use proptest::prelude::*;
+
+    use super::super::inputs::{check_value, Subject};
+    use super::super::TypeMap;
+    use crate::graphql::mutation::*;
+    use crate::graphql::types::IssueOrder;
+    use async_graphql::parser::types::Type;
+    use async_graphql::Name;
+    use async_graphql_value::ConstValue;
+
+    fn types() -> TypeMap {
+        TypeMap::from_sdl(&crate::graphql::sdl())
+    }
+
+    /// Field names of the schema's input types, one that none has, and the values they take.
+    const NAMES: &[&str] = &[
+        "id",
+        "name",
+        "projectId",
+        "tenantId",
+        "issueId",
+        "fieldId",
+        "value",
+        "values",
+        "fieldValues",
+        "state",
+        "type",
+        "position",
+        "expectedVersion",
+        "clientMutationId",
+        "field",
+        "customFieldId",
+        "direction",
+        "bogus",
+    ];
+    const TEXTS: &[&str] = &[
+        "project-35e9",
+        "x",
+        "",
+        "NUM",
+        "CUSTOM_FIELD",
+        "ASC",
+        "DESC",
+        "OPEN",
+        "CLOSED",
+        "TEXT",
+        "INT",
+        "DATE",
+    ];
+
+    fn leaf() -> impl Strategy<Value = ConstValue> {
+        prop_oneof![
+            Just(ConstValue::Null),
+            any::<bool>().prop_map(ConstValue::Boolean),
+            prop_oneof![Just(0i64), Just(7), Just(-3), Just(1 << 40)]
+                .prop_map(|n| ConstValue::Number(n.into())),
+            Just(ConstValue::Number(u64::MAX.into())),
+            Just(ConstValue::Number(Number::from_f64(1.5).unwrap())),
+            prop::sample::select(TEXTS).prop_map(|t| ConstValue::String(t.to_owned())),
+        ]
+    }
+
+    fn value() -> impl Strategy<Value = ConstValue> {
+        leaf().prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..3).prop_map(ConstValue::List),
+                prop::collection::vec((prop::sample::select(NAMES), inner), 0..5).prop_map(
+                    |fields| {
+                        let map: IndexMap<Name, ConstValue> =
+                            fields.into_iter().map(|(k, v)| (Name::new(k), v)).collect();
+                        ConstValue::Object(map)
+                    }
+                ),
+            ]
+        })
+    }
+
+    /// A valid value of each input type, to mutate from.
+    fn valid(ty: &str) -> ConstValue {
+        let json = match ty {
+            "IssueOrder" => serde_json::json!({"field": "CUSTOM_FIELD", "customFieldId": "x"}),
+            "FieldValueInput" => serde_json::json!({"fieldId": "x", "value": "1"}),
+            "CreateIssueInput" => {
+                serde_json::json!({"projectId": "p", "name": "n", "fieldValues": [{"fieldId": "x"}]})
+            }
+            "SetIssueFieldValuesInput" => {
+                serde_json::json!({"issueId": "i", "values": [{"fieldId": "x", "value": null}]})
+            }
+            "UpdateIssueInput" => {
+                serde_json::json!({"id": "i", "state": "OPEN", "expectedVersion": 2})
+            }
+            "CreateCustomFieldInput" => {
+                serde_json::json!({"projectId": "p", "name": "n", "type": "DATE", "position": 1})
+            }
+            "CreateTenantInput" => serde_json::json!({"name": "n"}),
+            "CreateProjectInput" => serde_json::json!({"tenantId": "t", "name": "n"}),
+            "DeleteIssueInput" | "DeleteProjectInput" | "DeleteCustomFieldInput" => {
+                serde_json::json!({"id": "i", "clientMutationId": "c"})
+            }
+            _ => serde_json::json!({"id": "i", "name": "n"}),
+        };
+        ConstValue::from_json(json).unwrap()
+    }
+
+    /// A valid value with one field replaced by (or added as) an arbitrary value.
+    fn near(ty: &'static str) -> impl Strategy<Value = ConstValue> {
+        (prop::sample::select(NAMES), value()).prop_map(move |(field, v)| {
+            let mut base = valid(ty);
+            if let ConstValue::Object(map) = &mut base {
+                map.insert(Name::new(field), v);
+            }
+            base
+        })
+    }
+
+    /// Whether async-graphql's coercion of `T` takes `value`.
+    fn parses<T: InputType>(value: &ConstValue) -> bool {
+        T::parse(Some(value.clone())).is_ok()
+    }
+
+    fn agree(
+        types: &TypeMap,
+        ty: &str,
+        value: &ConstValue,
+        parsed: bool,
+    ) -> Result<(), TestCaseError> {
+        let ty_ = Type::new(&format!("{ty}!")).unwrap();
+        match check_value(types, value, &ty_, Subject::Variable(&Name::new("v"))) {
+            Ok(()) => prop_assert!(parsed, "{ty}: the checks accept {value}, async-graphql not"),
+            // A field the type lacks: the specification refuses it, async-graphql ignores it.
+            Err(refusal) if refusal.message.contains("has no field") => {}
+            Err(refusal) => prop_assert!(!parsed, "{ty}: async-graphql takes {value}: {refusal}"),
+        }
+        Ok(())
+    }
+
+    macro_rules! agreement {
+        ($($test:ident: $ty:ident),* $(,)?) => {
+            proptest! {
+                #![proptest_config(ProptestConfig::with_cases(256))]
+                $(
+                    #[test]
+                    fn $test(arbitrary in value(), mutated in near(stringify!($ty))) {
+                        let types = types();
+                        let valid = valid(stringify!($ty));
+                        let ty = Type::new(concat!(stringify!($ty), "!")).unwrap();
+                        prop_assert!(check_value(&types, &valid, &ty, Subject::Variable(&Name::new("v"))).is_ok());
+                        prop_assert!(parses::<$ty>(&valid));
+                        for v in [&arbitrary, &mutated] {
+                            agree(&types, stringify!($ty), v, parses::<$ty>(v))?;
+                        }
+                    }
+                )*
+            }
+        };
+    }
+
+    agreement!(
+        issue_order: IssueOrder,
+        field_value: FieldValueInput,
+        create_issue: CreateIssueInput,
+        update_issue: UpdateIssueInput,
+        set_values: SetIssueFieldValuesInput,
+        delete_issue: DeleteIssueInput,
+        create_field: CreateCustomFieldInput,
+        update_field: UpdateCustomFieldInput,
+        delete_field: DeleteCustomFieldInput,
+        create_project: CreateProjectInput,
+        update_project: UpdateProjectInput,
+        delete_project: DeleteProjectInput,
+        create_tenant: CreateTenantInput,
+        update_tenant: UpdateTenantInput,
+    );
+
+    #[test]
+    fn every_input_type_of_the_schema_is_compared() {
+        let sdl = crate::graphql::sdl();
+        let declared = sdl.matches("\ninput ").count() + usize::from(sdl.starts_with("input "));
+        assert_eq!(
+            declared, 14,
+            "a new input type needs its line in `agreement!`"
+        );
+    }
 }
