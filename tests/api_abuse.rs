@@ -21,7 +21,7 @@ use gridgate::graphql::GatewayOptions;
 use gridgate::http::admission::{Rate, Shares};
 use gridgate::http::HttpLimits;
 use gridgate::store::{
-    BatchGetOutput, DynStore, GetOutput, Item, Key, Query, QueryOutput, ScanOutput, Store,
+    BatchGetOutput, DynStore, GetOutput, Item, Key, Query, QueryOutput, RawItem, ScanOutput, Store,
     StoreError, WriteOp, WriteOutput,
 };
 use serde_json::{json, Value};
@@ -143,6 +143,16 @@ impl Store for ProbeStore {
     async fn query(&self, query: &Query) -> Result<QueryOutput, StoreError> {
         self.enter().await;
         self.inner.query(query).await
+    }
+
+    async fn query_raw(&self, query: &Query) -> Result<QueryOutput<RawItem>, StoreError> {
+        self.enter().await;
+        self.inner.query_raw(query).await
+    }
+
+    async fn batch_get_raw(&self, keys: &[Key]) -> Result<BatchGetOutput<RawItem>, StoreError> {
+        self.enter().await;
+        self.inner.batch_get_raw(keys).await
     }
 
     async fn scan(

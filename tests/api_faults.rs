@@ -11,8 +11,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use gridgate::paging::Limits;
 use gridgate::store::{
-    AttributeValue, BatchGetOutput, DynStore, GetOutput, Item, Key, Query, QueryOutput, Store,
-    StoreError, WriteOp, WriteOutput,
+    AttributeValue, BatchGetOutput, DynStore, GetOutput, Item, Key, Query, QueryOutput, RawItem,
+    Store, StoreError, WriteOp, WriteOutput,
 };
 use serde_json::json;
 use support::app::{Backend, TestApp, TestStore};
@@ -23,6 +23,31 @@ struct FaultyStore {
     fail: AtomicBool,
     /// How many first BatchGetItem calls answer only their first key.
     partial_batches: AtomicUsize,
+}
+
+impl FaultyStore {
+    /// The outage, while it lasts.
+    fn check(&self) -> Result<(), StoreError> {
+        if self.fail.load(Ordering::SeqCst) {
+            return Err(StoreError::Unavailable("SECRET connection detail".into()));
+        }
+        Ok(())
+    }
+
+    /// The keys of a batch call to ask the store for: the first alone while partial batches
+    /// are due (the rest come back unprocessed), else all of them.
+    fn asked<'k>(&self, keys: &'k [Key]) -> Result<&'k [Key], StoreError> {
+        self.check()?;
+        let partial = self
+            .partial_batches
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        Ok(if partial && keys.len() > 1 {
+            &keys[..1]
+        } else {
+            keys
+        })
+    }
 }
 
 #[async_trait]
@@ -39,26 +64,27 @@ impl Store for FaultyStore {
     }
 
     async fn batch_get(&self, keys: &[Key]) -> Result<BatchGetOutput, StoreError> {
-        if self.fail.load(Ordering::SeqCst) {
-            return Err(StoreError::Unavailable("SECRET connection detail".into()));
-        }
-        let partial = self
-            .partial_batches
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-            .is_ok();
-        if partial && keys.len() > 1 {
-            let mut out = self.inner.batch_get(&keys[..1]).await?;
-            out.unprocessed = keys[1..].to_vec();
-            return Ok(out);
-        }
-        self.inner.batch_get(keys).await
+        let asked = self.asked(keys)?;
+        let mut out = self.inner.batch_get(asked).await?;
+        out.unprocessed.extend_from_slice(&keys[asked.len()..]);
+        Ok(out)
+    }
+
+    async fn batch_get_raw(&self, keys: &[Key]) -> Result<BatchGetOutput<RawItem>, StoreError> {
+        let asked = self.asked(keys)?;
+        let mut out = self.inner.batch_get_raw(asked).await?;
+        out.unprocessed.extend_from_slice(&keys[asked.len()..]);
+        Ok(out)
     }
 
     async fn query(&self, query: &Query) -> Result<QueryOutput, StoreError> {
-        if self.fail.load(Ordering::SeqCst) {
-            return Err(StoreError::Unavailable("SECRET connection detail".into()));
-        }
+        self.check()?;
         self.inner.query(query).await
+    }
+
+    async fn query_raw(&self, query: &Query) -> Result<QueryOutput<RawItem>, StoreError> {
+        self.check()?;
+        self.inner.query_raw(query).await
     }
 
     async fn get_consistent(&self, key: &Key) -> Result<GetOutput, StoreError> {

@@ -17,7 +17,7 @@ use gridgate::app::Settings;
 use gridgate::auth::{AuthArgs, AuthMode, Authenticator};
 use gridgate::paging::Limits;
 use gridgate::store::{
-    BatchGetOutput, DynStore, GetOutput, Item, Key, Query, QueryOutput, ScanOutput, Store,
+    BatchGetOutput, DynStore, GetOutput, Item, Key, Query, QueryOutput, RawItem, ScanOutput, Store,
     StoreError, WriteOp, WriteOutput,
 };
 use serde_json::json;
@@ -516,6 +516,30 @@ impl HeldStore {
     }
 }
 
+impl HeldStore {
+    /// The keys of a batch call to ask the store for: the first alone while partial batches
+    /// are due (the rest come back unprocessed), else all of them.
+    fn asked<'k>(&self, keys: &'k [Key]) -> &'k [Key] {
+        let partial = self
+            .partial_batches
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if partial && keys.len() > 1 {
+            &keys[..1]
+        } else {
+            keys
+        }
+    }
+
+    /// Holds the next Query until released, when asked to.
+    async fn maybe_hold(&self) {
+        if self.hold.swap(false, Ordering::SeqCst) {
+            self.entered.notify_one();
+            self.release.notified().await;
+        }
+    }
+}
+
 #[async_trait]
 impl Store for HeldStore {
     fn name(&self) -> &'static str {
@@ -535,24 +559,27 @@ impl Store for HeldStore {
     }
 
     async fn batch_get(&self, keys: &[Key]) -> Result<BatchGetOutput, StoreError> {
-        let partial = self
-            .partial_batches
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-            .is_ok();
-        if partial && keys.len() > 1 {
-            let mut out = self.inner.batch_get(&keys[..1]).await?;
-            out.unprocessed = keys[1..].to_vec();
-            return Ok(out);
-        }
-        self.inner.batch_get(keys).await
+        let asked = self.asked(keys);
+        let mut out = self.inner.batch_get(asked).await?;
+        out.unprocessed.extend_from_slice(&keys[asked.len()..]);
+        Ok(out)
+    }
+
+    async fn batch_get_raw(&self, keys: &[Key]) -> Result<BatchGetOutput<RawItem>, StoreError> {
+        let asked = self.asked(keys);
+        let mut out = self.inner.batch_get_raw(asked).await?;
+        out.unprocessed.extend_from_slice(&keys[asked.len()..]);
+        Ok(out)
     }
 
     async fn query(&self, query: &Query) -> Result<QueryOutput, StoreError> {
-        if self.hold.swap(false, Ordering::SeqCst) {
-            self.entered.notify_one();
-            self.release.notified().await;
-        }
+        self.maybe_hold().await;
         self.inner.query(query).await
+    }
+
+    async fn query_raw(&self, query: &Query) -> Result<QueryOutput<RawItem>, StoreError> {
+        self.maybe_hold().await;
+        self.inner.query_raw(query).await
     }
 
     async fn scan(

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use async_trait::async_trait;
 use gridgate::paging::Limits;
 use gridgate::store::{
-    BatchGetOutput, DynStore, GetOutput, Item, Key, Query, QueryOutput, ScanOutput, Store,
+    BatchGetOutput, DynStore, GetOutput, Item, Key, Query, QueryOutput, RawItem, ScanOutput, Store,
     StoreError, WriteOp, WriteOutput,
 };
 use serde_json::{json, Value};
@@ -244,6 +244,12 @@ impl Store for QueriesFail {
     }
     async fn query(&self, _query: &Query) -> Result<QueryOutput, StoreError> {
         Err(StoreError::Unavailable("connection refused".into()))
+    }
+    async fn query_raw(&self, _query: &Query) -> Result<QueryOutput<RawItem>, StoreError> {
+        Err(StoreError::Unavailable("connection refused".into()))
+    }
+    async fn batch_get_raw(&self, keys: &[Key]) -> Result<BatchGetOutput<RawItem>, StoreError> {
+        self.0.batch_get_raw(keys).await
     }
     async fn scan(
         &self,

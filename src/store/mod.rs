@@ -215,6 +215,30 @@ pub struct QueryOutput<T = Item> {
     pub consumed: Capacity,
 }
 
+impl QueryOutput {
+    /// The same output with its items as attribute maps ([`RawItem::Map`]): what a store that
+    /// reads maps hands over from [`Store::query_raw`].
+    pub fn into_raw(self) -> QueryOutput<RawItem> {
+        QueryOutput {
+            items: self.items.into_iter().map(RawItem::Map).collect(),
+            last_evaluated: self.last_evaluated,
+            scanned: self.scanned,
+            consumed: self.consumed,
+        }
+    }
+}
+
+impl BatchGetOutput {
+    /// The same output with its items as attribute maps (see [`QueryOutput::into_raw`]).
+    pub fn into_raw(self) -> BatchGetOutput<RawItem> {
+        BatchGetOutput {
+            items: self.items.into_iter().map(RawItem::Map).collect(),
+            unprocessed: self.unprocessed,
+            consumed: self.consumed,
+        }
+    }
+}
+
 impl<T> Default for QueryOutput<T> {
     fn default() -> Self {
         QueryOutput {
@@ -436,31 +460,17 @@ pub trait Store: Send + Sync + 'static {
     async fn batch_get(&self, keys: &[Key]) -> Result<BatchGetOutput, StoreError>;
 
     /// One BatchGetItem call, its items as the store read them (see [`Store::query_raw`]).
-    async fn batch_get_raw(&self, keys: &[Key]) -> Result<BatchGetOutput<RawItem>, StoreError> {
-        let out = self.batch_get(keys).await?;
-        Ok(BatchGetOutput {
-            items: out.items.into_iter().map(RawItem::Map).collect(),
-            unprocessed: out.unprocessed,
-            consumed: out.consumed,
-        })
-    }
+    async fn batch_get_raw(&self, keys: &[Key]) -> Result<BatchGetOutput<RawItem>, StoreError>;
 
     /// One Query call.
     async fn query(&self, query: &Query) -> Result<QueryOutput, StoreError>;
 
     /// One Query call, its items as the store read them, for readers that decode them typed
-    /// (the paging engine). The default hands over [`Store::query`]'s attribute maps; the
-    /// embedded store hands over its stored rows' text. Wrappers forward it, so a call is
-    /// metered, traced and counted as [`Store::query`] is.
-    async fn query_raw(&self, query: &Query) -> Result<QueryOutput<RawItem>, StoreError> {
-        let out = self.query(query).await?;
-        Ok(QueryOutput {
-            items: out.items.into_iter().map(RawItem::Map).collect(),
-            last_evaluated: out.last_evaluated,
-            scanned: out.scanned,
-            consumed: out.consumed,
-        })
-    }
+    /// (the paging engine): the embedded store hands over its stored rows' text, the DynamoDB
+    /// store the attribute maps it lifted from the response ([`QueryOutput::into_raw`]). There
+    /// is no default: every store and every wrapper says what it does, so a wrapper in a test
+    /// cannot quietly send the production path down [`Store::query`].
+    async fn query_raw(&self, query: &Query) -> Result<QueryOutput<RawItem>, StoreError>;
 
     /// One Scan call of the table, in key order on the embedded store (in DynamoDB's own order
     /// on DynamoDB), continuing after `start`. Only the offline tools (`verify`, `reindex`) scan:

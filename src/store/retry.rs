@@ -292,8 +292,8 @@ mod tests {
 
     use super::*;
     use crate::store::{
-        AttributeValue, BatchGetOutput, Capacity, GetOutput, Index, QueryOutput, StartKey, WriteOp,
-        WriteOutput,
+        AttributeValue, BatchGetOutput, Capacity, GetOutput, Index, QueryOutput, RawItem, StartKey,
+        WriteOp, WriteOutput,
     };
 
     /// No waiting in tests: the delays themselves are not what these tests check.
@@ -369,6 +369,15 @@ mod tests {
                 item,
                 consumed: Capacity::read(0.5),
             })
+        }
+
+        // An in-memory map: its raw reads are its maps.
+        async fn query_raw(&self, query: &Query) -> Result<QueryOutput<RawItem>, StoreError> {
+            Ok(self.query(query).await?.into_raw())
+        }
+
+        async fn batch_get_raw(&self, keys: &[Key]) -> Result<BatchGetOutput<RawItem>, StoreError> {
+            Ok(self.batch_get(keys).await?.into_raw())
         }
 
         async fn batch_get(&self, keys: &[Key]) -> Result<BatchGetOutput, StoreError> {

@@ -14,7 +14,7 @@ use super::app::{Backend, TestApp, TestStore};
 use async_trait::async_trait;
 use gridgate::app::Settings;
 use gridgate::store::{
-    BatchGetOutput, DynStore, GetOutput, Item, Key, Query, QueryOutput, ScanOutput, Store,
+    BatchGetOutput, DynStore, GetOutput, Item, Key, Query, QueryOutput, RawItem, ScanOutput, Store,
     StoreError, WriteOp, WriteOutput,
 };
 
@@ -108,6 +108,15 @@ impl Store for WaveRecorder {
 
     async fn query(&self, query: &Query) -> Result<QueryOutput, StoreError> {
         self.record("Query", self.inner.query(query)).await
+    }
+
+    async fn query_raw(&self, query: &Query) -> Result<QueryOutput<RawItem>, StoreError> {
+        self.record("Query", self.inner.query_raw(query)).await
+    }
+
+    async fn batch_get_raw(&self, keys: &[Key]) -> Result<BatchGetOutput<RawItem>, StoreError> {
+        self.record("BatchGetItem", self.inner.batch_get_raw(keys))
+            .await
     }
 
     async fn scan(

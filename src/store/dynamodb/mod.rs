@@ -49,8 +49,8 @@ use self::expr::{
 use self::lift::{lifting, LiftItems, Member};
 use super::table::{GSI1, GSI1SK, PK, SK};
 use super::{
-    BatchGetOutput, Capacity, GetOutput, Index, Item, Key, Query, QueryOutput, ScanOutput, Store,
-    StoreError, WriteOp, WriteOutput,
+    BatchGetOutput, Capacity, GetOutput, Index, Item, Key, Query, QueryOutput, RawItem, ScanOutput,
+    Store, StoreError, WriteOp, WriteOutput,
 };
 
 /// Region used when neither the environment nor the profile configures one.
@@ -356,6 +356,16 @@ impl Store for DynamoStore {
             unprocessed,
             consumed: total_capacity(out.consumed_capacity.as_deref().unwrap_or_default()),
         })
+    }
+
+    /// The attribute maps the response's items were lifted into (`lift`): DynamoDB's JSON is
+    /// read once, into maps, whichever reader asks.
+    async fn query_raw(&self, query: &Query) -> Result<QueryOutput<RawItem>, StoreError> {
+        Ok(self.query(query).await?.into_raw())
+    }
+
+    async fn batch_get_raw(&self, keys: &[Key]) -> Result<BatchGetOutput<RawItem>, StoreError> {
+        Ok(self.batch_get(keys).await?.into_raw())
     }
 
     async fn query(&self, query: &Query) -> Result<QueryOutput, StoreError> {
