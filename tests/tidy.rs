@@ -77,6 +77,27 @@ fn only_the_store_modules_touch_their_backends() {
 }
 
 #[test]
+fn telemetry_depends_on_no_layer_above_it() {
+    // The store and the transport report to telemetry; telemetry takes what it records as
+    // parameters (an operation's type and name), so it never imports the layers that use it.
+    for (path, text) in src_files() {
+        if path.starts_with("src/telemetry/") {
+            for upper in [
+                "crate::graphql",
+                "crate::http",
+                "crate::repo",
+                "crate::paging",
+            ] {
+                assert!(
+                    !non_test_code(&text).contains(upper),
+                    "{path} uses {upper}: telemetry must not depend on the layers above it"
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn input_checks_and_admission_have_one_home_each() {
     for (path, text) in src_files() {
         let code = non_test_code(&text);

@@ -448,7 +448,10 @@ impl RequestContext {
             Ok(doc) => {
                 let tree = doc.tree();
                 if let Some(facts) = &facts {
-                    facts.note_operation(tree, operation_name.as_deref());
+                    let asked = operation_name.as_deref();
+                    if let Ok(operation) = analysis::select_operation(tree, asked) {
+                        facts.note_operation(operation.ty, analysis::operation_name(tree, asked));
+                    }
                 }
                 self.admit(
                     &doc,

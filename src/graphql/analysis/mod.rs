@@ -249,6 +249,16 @@ pub fn analyze(
     Ok(analysis)
 }
 
+/// The name of the operation a request runs: the one asked for, or else the document's only
+/// operation's, if it has one (for the request's span).
+pub fn operation_name<'a>(doc: &'a ExecutableDocument, asked: Option<&'a str>) -> Option<&'a str> {
+    use async_graphql::parser::types::DocumentOperations;
+    asked.or_else(|| match &doc.operations {
+        DocumentOperations::Multiple(operations) => operations.keys().next().map(|n| n.as_str()),
+        DocumentOperations::Single(_) => None,
+    })
+}
+
 /// The operation a request runs, chosen the way async-graphql chooses it, so the analysis
 /// measures (and the scope check and GET's mutation check judge) the operation that will
 /// execute.

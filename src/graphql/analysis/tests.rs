@@ -754,3 +754,25 @@ mod inputs {
         );
     }
 }
+
+#[test]
+fn the_operation_is_chosen_as_execution_chooses_it() {
+    let chosen = |query: &str, name: Option<&str>| {
+        let doc = parse_query(query).unwrap();
+        let ty = select_operation(&doc, name).ok().map(|op| op.ty);
+        let name = operation_name(&doc, name).map(str::to_owned);
+        (ty, name)
+    };
+    assert_eq!(chosen("{ a }", None), (Some(OperationType::Query), None));
+    assert_eq!(
+        chosen("mutation M { a }", None),
+        (Some(OperationType::Mutation), Some("M".into()))
+    );
+    assert_eq!(
+        chosen("query A { a } mutation B { b }", Some("B")).0,
+        Some(OperationType::Mutation)
+    );
+    assert_eq!(chosen("query A { a } mutation B { b }", None).0, None);
+    assert_eq!(chosen("query A { a }", Some("Z")).0, None);
+    assert_eq!(chosen("{ a }", Some("A")).0, None);
+}
