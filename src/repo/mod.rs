@@ -645,3 +645,16 @@ fn paged<T>(
         resume_cursor,
     })
 }
+
+/// The time now, in Unix seconds (idempotency records, tombstones).
+pub(crate) fn now_secs() -> i64 {
+    now_millis() / 1000
+}
+
+/// The time now, in Unix milliseconds (sweep jobs and their leases, ordering of jobs).
+pub(crate) fn now_millis() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}

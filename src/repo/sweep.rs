@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 
-use super::writes::now_millis;
+use super::now_millis;
 use super::RepoError;
 use crate::ids::{FieldId, IssueId, ProjectId};
 use crate::items::{self, attrs, SweepJob, SweepTarget};

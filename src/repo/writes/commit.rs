@@ -9,11 +9,12 @@ use std::time::Duration;
 use rand::Rng;
 
 use super::{
-    invalid, now_secs, Applied, Plan, WriteError, Writes, Written, IDEMPOTENCY_WINDOW,
+    invalid, Applied, Plan, WriteError, Writes, Written, IDEMPOTENCY_WINDOW,
     MAX_CLIENT_MUTATION_ID_BYTES,
 };
 use crate::items::{self, attrs, MutationRecord};
 use crate::keys;
+use crate::repo::now_secs;
 use crate::repo::RepoError;
 use crate::store::{AttributeValue, Condition, CostReport, Key, StoreError, WriteOp};
 

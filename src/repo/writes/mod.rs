@@ -32,6 +32,7 @@ use validate::{
     apply_cells, check_expected, check_fits, parse_cell_ids, valid_name, valid_position,
 };
 
+use super::now_secs;
 use super::sweep::SweepHandle;
 use super::{Repo, RepoError};
 use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
@@ -763,15 +764,4 @@ fn only_not_found(e: WriteError, missing: impl FnOnce() -> WriteError) -> WriteE
         WriteError::NotFound(_) => missing(),
         other => other,
     }
-}
-
-pub(crate) fn now_secs() -> i64 {
-    now_millis() / 1000
-}
-
-pub(crate) fn now_millis() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
 }

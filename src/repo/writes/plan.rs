@@ -3,10 +3,11 @@
 //! conditions on versions, tombstones and the project's fields.
 
 use super::validate::check_fits;
-use super::{invalid, now_millis, Plan, WriteError};
+use super::{invalid, Plan, WriteError};
 use crate::items::{self, attrs, RowChanges, SweepJob, SweepTarget};
 use crate::keys;
 use crate::model::{CustomField, FieldValue, Issue, Project, ProjectData};
+use crate::repo::now_millis;
 use crate::repo::RepoError;
 use crate::store::{AttrPath, AttributeValue, Condition, Item, UpdateAction, WriteOp};
 
