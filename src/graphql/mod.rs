@@ -53,17 +53,34 @@ pub fn sdl() -> String {
 /// The entry points of the read API.
 pub struct QueryRoot;
 
+/// The entry points of the read API: fetch a tenant, project or issue by id, or any object by
+/// its global id, and walk the graph from there. Ids that do not exist, and ids of another
+/// tenant's objects, read as null; a malformed id is refused with `BAD_USER_INPUT`.
 #[Object(name = "Query")]
 impl QueryRoot {
     /// Fetches any object by its global id; null when nothing has that id.
-    async fn node(&self, ctx: &Context<'_>, id: ID) -> ApiResult<Option<Node>> {
+    async fn node(
+        &self,
+        ctx: &Context<'_>,
+        #[graphql(
+            desc = "A global id of any kind: `tenant-…`, `project-…`, `xattrib-…` (a custom field) or `issue-…`."
+        )]
+        id: ID,
+    ) -> ApiResult<Option<Node>> {
         let id = NodeId::parse(&id).map_err(ApiError::from)?;
         Ok(load_node(ctx, id).await?)
     }
 
     /// Fetches up to 100 objects by global id (each at most once), in the order given; an entry
     /// is null when nothing has that id.
-    async fn nodes(&self, ctx: &Context<'_>, ids: Vec<ID>) -> ApiResult<Vec<Option<Node>>> {
+    async fn nodes(
+        &self,
+        ctx: &Context<'_>,
+        #[graphql(
+            desc = "Up to 100 global ids of any kind, none repeated; more, or a repeated id, is refused with `BAD_USER_INPUT`."
+        )]
+        ids: Vec<ID>,
+    ) -> ApiResult<Vec<Option<Node>>> {
         if ids.len() > MAX_NODES {
             return Err(ApiError::BadUserInput(format!(
                 "nodes: at most {MAX_NODES} ids per call, got {}",
@@ -93,14 +110,22 @@ impl QueryRoot {
     }
 
     /// A tenant by id; null when there is none.
-    async fn tenant(&self, ctx: &Context<'_>, id: ID) -> ApiResult<Option<Tenant>> {
+    async fn tenant(
+        &self,
+        ctx: &Context<'_>,
+        #[graphql(desc = "The tenant's global id, e.g. `tenant-0807`.")] id: ID,
+    ) -> ApiResult<Option<Tenant>> {
         let id = types::tenant_id(&id)?;
         let tenant = loader(ctx)?.load_one(id).await.map_err(ApiError::from)?;
         Ok(tenant.map(Tenant))
     }
 
     /// A project by id; null when there is none.
-    async fn project(&self, ctx: &Context<'_>, id: ID) -> ApiResult<Option<Project>> {
+    async fn project(
+        &self,
+        ctx: &Context<'_>,
+        #[graphql(desc = "The project's global id, e.g. `project-35e9`.")] id: ID,
+    ) -> ApiResult<Option<Project>> {
         let id = ProjectId::parse(&id).map_err(ApiError::from)?;
         // The issue pages selected under the project are read while it loads.
         Ok(prefetch::project_with_pages(ctx, &id)
@@ -109,7 +134,11 @@ impl QueryRoot {
     }
 
     /// An issue by id; null when there is none.
-    async fn issue(&self, ctx: &Context<'_>, id: ID) -> ApiResult<Option<Issue>> {
+    async fn issue(
+        &self,
+        ctx: &Context<'_>,
+        #[graphql(desc = "The issue's global id, e.g. `issue-020e`.")] id: ID,
+    ) -> ApiResult<Option<Issue>> {
         let id = IssueId::parse(&id).map_err(ApiError::from)?;
         Ok(load_issue(ctx, id).await?)
     }

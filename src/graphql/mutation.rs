@@ -125,185 +125,302 @@ pub struct FieldValueInput {
     pub value: Option<String>,
 }
 
+/// The input of `createTenant`: the new tenant's name.
 #[derive(InputObject)]
 pub struct CreateTenantInput {
-    /// 1 to 500 characters (spaces around it are trimmed).
+    /// The tenant's name: 1 to 500 characters after trimming the spaces around it.
     pub name: String,
-    /// Echoed in the payload; a retry with the same id within 10 minutes returns the first
-    /// result instead of applying again.
+    /// Optional, 1 to 200 bytes, echoed in the payload. A retry with the same id and the same
+    /// input within 10 minutes returns the first result instead of applying again; the id
+    /// reused for another mutation or other input is refused with `BAD_USER_INPUT`.
     pub client_mutation_id: Option<String>,
 }
 
+/// The result of `createTenant`.
 #[derive(SimpleObject)]
 pub struct CreateTenantPayload {
+    /// The input's `clientMutationId`, echoed back; null when none was given.
     pub client_mutation_id: Option<String>,
+    /// The new tenant, read back strongly consistently.
     pub tenant: Tenant,
 }
 
+/// The input of `updateTenant`: which tenant, and its new name.
 #[derive(InputObject)]
 pub struct UpdateTenantInput {
+    /// The tenant's global id, e.g. `tenant-0807`; `NOT_FOUND` when there is none.
     pub id: ID,
+    /// The new name: 1 to 500 characters after trimming the spaces around it.
     pub name: String,
+    /// Optional, 1 to 200 bytes, echoed in the payload. A retry with the same id and the same
+    /// input within 10 minutes returns the first result instead of applying again; the id
+    /// reused for another mutation or other input is refused with `BAD_USER_INPUT`.
     pub client_mutation_id: Option<String>,
 }
 
+/// The result of `updateTenant`.
 #[derive(SimpleObject)]
 pub struct UpdateTenantPayload {
+    /// The input's `clientMutationId`, echoed back; null when none was given.
     pub client_mutation_id: Option<String>,
+    /// The tenant as it is now, read back strongly consistently.
     pub tenant: Tenant,
 }
 
+/// The input of `createProject`: the tenant to create it in, and its name.
 #[derive(InputObject)]
 pub struct CreateProjectInput {
+    /// The global id of the tenant to create the project in, e.g. `tenant-0807`; `NOT_FOUND`
+    /// when there is none.
     pub tenant_id: ID,
+    /// The project's name: 1 to 500 characters after trimming the spaces around it.
     pub name: String,
+    /// Optional, 1 to 200 bytes, echoed in the payload. A retry with the same id and the same
+    /// input within 10 minutes returns the first result instead of applying again; the id
+    /// reused for another mutation or other input is refused with `BAD_USER_INPUT`.
     pub client_mutation_id: Option<String>,
 }
 
+/// The result of `createProject`.
 #[derive(SimpleObject)]
 pub struct CreateProjectPayload {
+    /// The input's `clientMutationId`, echoed back; null when none was given.
     pub client_mutation_id: Option<String>,
+    /// The new project, read back strongly consistently.
     pub project: Project,
     /// The new project as an edge of its tenant's `projects`, with its cursor there.
     pub edge: ProjectEdge,
 }
 
+/// The input of `updateProject`: which project, and its new name; what is null stays as it
+/// is.
 #[derive(InputObject)]
 pub struct UpdateProjectInput {
+    /// The project's global id, e.g. `project-35e9`; `NOT_FOUND` when there is none.
     pub id: ID,
+    /// The new name: 1 to 500 characters after trimming the spaces around it; null keeps the
+    /// name.
     pub name: Option<String>,
     /// Write only if the project is still at this `version`; otherwise `CONFLICT`.
     pub expected_version: Option<i64>,
+    /// Optional, 1 to 200 bytes, echoed in the payload. A retry with the same id and the same
+    /// input within 10 minutes returns the first result instead of applying again; the id
+    /// reused for another mutation or other input is refused with `BAD_USER_INPUT`.
     pub client_mutation_id: Option<String>,
 }
 
+/// The result of `updateProject`.
 #[derive(SimpleObject)]
 pub struct UpdateProjectPayload {
+    /// The input's `clientMutationId`, echoed back; null when none was given.
     pub client_mutation_id: Option<String>,
+    /// The project as it is now, read back strongly consistently.
     pub project: Project,
 }
 
+/// The input of `deleteProject`: which project.
 #[derive(InputObject)]
 pub struct DeleteProjectInput {
+    /// The project's global id, e.g. `project-35e9`; `NOT_FOUND` when there is none.
     pub id: ID,
+    /// Optional, 1 to 200 bytes, echoed in the payload. A retry with the same id and the same
+    /// input within 10 minutes returns the first result instead of applying again; the id
+    /// reused for another mutation or other input is refused with `BAD_USER_INPUT`.
     pub client_mutation_id: Option<String>,
 }
 
+/// The result of `deleteProject`.
 #[derive(SimpleObject)]
 pub struct DeleteProjectPayload {
+    /// The input's `clientMutationId`, echoed back; null when none was given.
     pub client_mutation_id: Option<String>,
+    /// The global id of the deleted project, to drop it from the client's lists.
     pub deleted_id: ID,
 }
 
+/// The input of `createCustomField`: the project to add the column to, and the column's name,
+/// type and place.
 #[derive(InputObject)]
 pub struct CreateCustomFieldInput {
+    /// The global id of the project to add the field to, e.g. `project-35e9`; `NOT_FOUND`
+    /// when there is none.
     pub project_id: ID,
+    /// The column's name: 1 to 500 characters after trimming the spaces around it.
     pub name: String,
+    /// The type of the field's values, which decides how they are validated and sorted; it
+    /// cannot be changed later.
     #[graphql(name = "type")]
     pub field_type: CustomFieldType,
-    /// The column's place; default after the last field.
+    /// The column's place among the project's fields (ascending), 0 to 2147483647; default
+    /// after the last field.
     pub position: Option<i64>,
+    /// Optional, 1 to 200 bytes, echoed in the payload. A retry with the same id and the same
+    /// input within 10 minutes returns the first result instead of applying again; the id
+    /// reused for another mutation or other input is refused with `BAD_USER_INPUT`.
     pub client_mutation_id: Option<String>,
 }
 
+/// The result of `createCustomField`.
 #[derive(SimpleObject)]
 pub struct CreateCustomFieldPayload {
+    /// The input's `clientMutationId`, echoed back; null when none was given.
     pub client_mutation_id: Option<String>,
+    /// The new custom field, read back strongly consistently.
     pub custom_field: CustomField,
 }
 
+/// The input of `updateCustomField`: which field, and its new name or place; what is null
+/// stays as it is.
 #[derive(InputObject)]
 pub struct UpdateCustomFieldInput {
+    /// The custom field's global id, e.g. `xattrib-3812`; `NOT_FOUND` when there is none.
     pub id: ID,
+    /// The new name: 1 to 500 characters after trimming the spaces around it; null keeps the
+    /// name.
     pub name: Option<String>,
+    /// The column's new place among the project's fields (ascending), 0 to 2147483647; null
+    /// keeps the place.
     pub position: Option<i64>,
     /// A field's type cannot change; giving a different one is refused with
     /// `BAD_USER_INPUT`.
     #[graphql(name = "type")]
     pub field_type: Option<CustomFieldType>,
+    /// Optional, 1 to 200 bytes, echoed in the payload. A retry with the same id and the same
+    /// input within 10 minutes returns the first result instead of applying again; the id
+    /// reused for another mutation or other input is refused with `BAD_USER_INPUT`.
     pub client_mutation_id: Option<String>,
 }
 
+/// The result of `updateCustomField`.
 #[derive(SimpleObject)]
 pub struct UpdateCustomFieldPayload {
+    /// The input's `clientMutationId`, echoed back; null when none was given.
     pub client_mutation_id: Option<String>,
+    /// The custom field as it is now, read back strongly consistently.
     pub custom_field: CustomField,
 }
 
+/// The input of `deleteCustomField`: which field.
 #[derive(InputObject)]
 pub struct DeleteCustomFieldInput {
+    /// The custom field's global id, e.g. `xattrib-3812`; `NOT_FOUND` when there is none.
     pub id: ID,
+    /// Optional, 1 to 200 bytes, echoed in the payload. A retry with the same id and the same
+    /// input within 10 minutes returns the first result instead of applying again; the id
+    /// reused for another mutation or other input is refused with `BAD_USER_INPUT`.
     pub client_mutation_id: Option<String>,
 }
 
+/// The result of `deleteCustomField`.
 #[derive(SimpleObject)]
 pub struct DeleteCustomFieldPayload {
+    /// The input's `clientMutationId`, echoed back; null when none was given.
     pub client_mutation_id: Option<String>,
+    /// The global id of the deleted custom field, to drop its column from the client's grid.
     pub deleted_id: ID,
 }
 
+/// The input of `createIssue`: the project to add the row to, and the row's name, state and
+/// first cells.
 #[derive(InputObject)]
 pub struct CreateIssueInput {
+    /// The global id of the project to add the issue to, e.g. `project-35e9`; `NOT_FOUND`
+    /// when there is none.
     pub project_id: ID,
+    /// The issue's name: 1 to 500 characters after trimming the spaces around it.
     pub name: String,
     /// Default `OPEN`.
     pub state: Option<IssueState>,
     /// Initial cells; at most 96 per call (95 with a `clientMutationId`: one atomic write
     /// holds 100 rows).
     pub field_values: Option<Vec<FieldValueInput>>,
+    /// Optional, 1 to 200 bytes, echoed in the payload. A retry with the same id and the same
+    /// input within 10 minutes returns the first result instead of applying again; the id
+    /// reused for another mutation or other input is refused with `BAD_USER_INPUT`.
     pub client_mutation_id: Option<String>,
 }
 
+/// The result of `createIssue`.
 #[derive(SimpleObject)]
 pub struct CreateIssuePayload {
+    /// The input's `clientMutationId`, echoed back; null when none was given.
     pub client_mutation_id: Option<String>,
+    /// The new issue, read back strongly consistently.
     pub issue: Issue,
     /// The new issue as an edge of its project's `issues` in the default order (by num),
     /// with its cursor there.
     pub edge: IssueEdge,
 }
 
+/// The input of `updateIssue`: which issue, and its new name or state; what is null stays as
+/// it is.
 #[derive(InputObject)]
 pub struct UpdateIssueInput {
+    /// The issue's global id, e.g. `issue-020e`; `NOT_FOUND` when there is none.
     pub id: ID,
+    /// The new name: 1 to 500 characters after trimming the spaces around it; null keeps the
+    /// name.
     pub name: Option<String>,
+    /// The new state; null keeps the state.
     pub state: Option<IssueState>,
     /// Write only if the issue is still at this `version`; otherwise `CONFLICT`.
     pub expected_version: Option<i64>,
+    /// Optional, 1 to 200 bytes, echoed in the payload. A retry with the same id and the same
+    /// input within 10 minutes returns the first result instead of applying again; the id
+    /// reused for another mutation or other input is refused with `BAD_USER_INPUT`.
     pub client_mutation_id: Option<String>,
 }
 
+/// The result of `updateIssue`.
 #[derive(SimpleObject)]
 pub struct UpdateIssuePayload {
+    /// The input's `clientMutationId`, echoed back; null when none was given.
     pub client_mutation_id: Option<String>,
+    /// The issue as it is now, read back strongly consistently.
     pub issue: Issue,
 }
 
+/// The input of `setIssueFieldValues`: which issue, and the cells to set or clear.
 #[derive(InputObject)]
 pub struct SetIssueFieldValuesInput {
+    /// The issue's global id, e.g. `issue-020e`; `NOT_FOUND` when there is none.
     pub issue_id: ID,
     /// Cells to set or (with a null value) clear; others keep their values.
     pub values: Vec<FieldValueInput>,
     /// Write only if the issue is still at this `version`; otherwise `CONFLICT`.
     pub expected_version: Option<i64>,
+    /// Optional, 1 to 200 bytes, echoed in the payload. A retry with the same id and the same
+    /// input within 10 minutes returns the first result instead of applying again; the id
+    /// reused for another mutation or other input is refused with `BAD_USER_INPUT`.
     pub client_mutation_id: Option<String>,
 }
 
+/// The result of `setIssueFieldValues`.
 #[derive(SimpleObject)]
 pub struct SetIssueFieldValuesPayload {
+    /// The input's `clientMutationId`, echoed back; null when none was given.
     pub client_mutation_id: Option<String>,
+    /// The issue as it is now, with its new cells, read back strongly consistently.
     pub issue: Issue,
 }
 
+/// The input of `deleteIssue`: which issue.
 #[derive(InputObject)]
 pub struct DeleteIssueInput {
+    /// The issue's global id, e.g. `issue-020e`; `NOT_FOUND` when there is none.
     pub id: ID,
+    /// Optional, 1 to 200 bytes, echoed in the payload. A retry with the same id and the same
+    /// input within 10 minutes returns the first result instead of applying again; the id
+    /// reused for another mutation or other input is refused with `BAD_USER_INPUT`.
     pub client_mutation_id: Option<String>,
 }
 
+/// The result of `deleteIssue`.
 #[derive(SimpleObject)]
 pub struct DeleteIssuePayload {
+    /// The input's `clientMutationId`, echoed back; null when none was given.
     pub client_mutation_id: Option<String>,
+    /// The global id of the deleted issue, to drop its row from the client's grid.
     pub deleted_id: ID,
 }
 
@@ -311,13 +428,20 @@ pub struct DeleteIssuePayload {
 /// together or not at all.
 pub struct MutationRoot;
 
+/// The entry points of the write API, one per edit a grid makes (Relay style: one `input`, one
+/// payload). Each mutation is atomic, and the mutations of one document run in order. Errors
+/// carry `extensions.code`: `BAD_USER_INPUT` for invalid input (the message names the input
+/// field), `NOT_FOUND` for an id that does not exist (or is another tenant's), and `CONFLICT`
+/// for a stale `expectedVersion` or contention that outlasted the retries (see
+/// `extensions.retryable`).
 #[Object(name = "Mutation")]
 impl MutationRoot {
-    /// Creates a tenant.
+    /// Creates a tenant. Needs the `grid:admin` scope: without it the request is refused with
+    /// `FORBIDDEN` before anything runs.
     async fn create_tenant(
         &self,
         ctx: &Context<'_>,
-        input: CreateTenantInput,
+        #[graphql(desc = "The new tenant's name.")] input: CreateTenantInput,
     ) -> ApiResult<CreateTenantPayload> {
         let cmid = input.client_mutation_id;
         // The request context refuses a caller without the scope before anything runs (see
@@ -344,7 +468,7 @@ impl MutationRoot {
     async fn update_tenant(
         &self,
         ctx: &Context<'_>,
-        input: UpdateTenantInput,
+        #[graphql(desc = "The tenant and its new name.")] input: UpdateTenantInput,
     ) -> ApiResult<UpdateTenantPayload> {
         let cmid = input.client_mutation_id;
         let written = writes(ctx)?
@@ -361,6 +485,7 @@ impl MutationRoot {
     async fn create_project(
         &self,
         ctx: &Context<'_>,
+        #[graphql(desc = "The tenant to create the project in, and its name.")]
         input: CreateProjectInput,
     ) -> ApiResult<CreateProjectPayload> {
         let cmid = input.client_mutation_id;
@@ -384,7 +509,7 @@ impl MutationRoot {
     async fn update_project(
         &self,
         ctx: &Context<'_>,
-        input: UpdateProjectInput,
+        #[graphql(desc = "The project and what to change.")] input: UpdateProjectInput,
     ) -> ApiResult<UpdateProjectPayload> {
         let cmid = input.client_mutation_id;
         let written = writes(ctx)?
@@ -408,7 +533,7 @@ impl MutationRoot {
     async fn delete_project(
         &self,
         ctx: &Context<'_>,
-        input: DeleteProjectInput,
+        #[graphql(desc = "The project to delete.")] input: DeleteProjectInput,
     ) -> ApiResult<DeleteProjectPayload> {
         let cmid = input.client_mutation_id;
         let written = writes(ctx)?
@@ -426,6 +551,7 @@ impl MutationRoot {
     async fn create_custom_field(
         &self,
         ctx: &Context<'_>,
+        #[graphql(desc = "The project, and the new column's name, type and place.")]
         input: CreateCustomFieldInput,
     ) -> ApiResult<CreateCustomFieldPayload> {
         let cmid = input.client_mutation_id;
@@ -449,7 +575,7 @@ impl MutationRoot {
     async fn update_custom_field(
         &self,
         ctx: &Context<'_>,
-        input: UpdateCustomFieldInput,
+        #[graphql(desc = "The custom field and what to change.")] input: UpdateCustomFieldInput,
     ) -> ApiResult<UpdateCustomFieldPayload> {
         let cmid = input.client_mutation_id;
         let written = writes(ctx)?
@@ -473,7 +599,7 @@ impl MutationRoot {
     async fn delete_custom_field(
         &self,
         ctx: &Context<'_>,
-        input: DeleteCustomFieldInput,
+        #[graphql(desc = "The custom field to delete.")] input: DeleteCustomFieldInput,
     ) -> ApiResult<DeleteCustomFieldPayload> {
         let cmid = input.client_mutation_id;
         let written = writes(ctx)?
@@ -491,6 +617,7 @@ impl MutationRoot {
     async fn create_issue(
         &self,
         ctx: &Context<'_>,
+        #[graphql(desc = "The project, and the new issue's name, state and cells.")]
         input: CreateIssueInput,
     ) -> ApiResult<CreateIssuePayload> {
         let cmid = input.client_mutation_id;
@@ -528,7 +655,7 @@ impl MutationRoot {
     async fn update_issue(
         &self,
         ctx: &Context<'_>,
-        input: UpdateIssueInput,
+        #[graphql(desc = "The issue and what to change.")] input: UpdateIssueInput,
     ) -> ApiResult<UpdateIssuePayload> {
         let cmid = input.client_mutation_id;
         let written = writes(ctx)?
@@ -551,6 +678,7 @@ impl MutationRoot {
     async fn set_issue_field_values(
         &self,
         ctx: &Context<'_>,
+        #[graphql(desc = "The issue and the cells to set or clear.")]
         input: SetIssueFieldValuesInput,
     ) -> ApiResult<SetIssueFieldValuesPayload> {
         let cmid = input.client_mutation_id;
@@ -574,7 +702,7 @@ impl MutationRoot {
     async fn delete_issue(
         &self,
         ctx: &Context<'_>,
-        input: DeleteIssueInput,
+        #[graphql(desc = "The issue to delete.")] input: DeleteIssueInput,
     ) -> ApiResult<DeleteIssuePayload> {
         let cmid = input.client_mutation_id;
         let written = writes(ctx)?

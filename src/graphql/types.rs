@@ -85,6 +85,8 @@ pub enum Node {
 #[derive(Clone)]
 pub struct Tenant(pub model::Tenant);
 
+/// An organisation that owns projects. A caller whose token names a tenant sees nothing of any
+/// other: another tenant's objects read as null, exactly like ids that do not exist.
 #[Object]
 impl Tenant {
     /// The global id, e.g. `tenant-0807`.
@@ -92,6 +94,7 @@ impl Tenant {
         ID(self.0.id.to_string())
     }
 
+    /// The tenant's display name: 1 to 500 characters, without spaces at either end.
     async fn name(&self) -> &str {
         &self.0.name
     }
@@ -136,6 +139,8 @@ impl Tenant {
 #[derive(Clone)]
 pub struct Project(pub model::Project);
 
+/// A project: one grid, whose rows are its issues and whose extra columns are its custom
+/// fields.
 #[Object]
 impl Project {
     /// The global id, e.g. `project-35e9`.
@@ -143,6 +148,7 @@ impl Project {
         ID(self.0.id.to_string())
     }
 
+    /// The project's display name: 1 to 500 characters, without spaces at either end.
     async fn name(&self) -> &str {
         &self.0.name
     }
@@ -153,6 +159,7 @@ impl Project {
         clamp_version(self.0.version)
     }
 
+    /// The tenant that owns the project.
     async fn tenant(&self, ctx: &Context<'_>) -> ApiResult<Tenant> {
         let tenant: Option<model::Tenant> = loader(ctx)?
             .load_one(self.0.tenant.clone())
@@ -296,6 +303,8 @@ impl From<model::CustomField> for CustomField {
     }
 }
 
+/// A custom field: an extra typed column defined per project. Its `type` decides how its
+/// values are validated and sorted, and never changes.
 #[Object(serial)]
 impl CustomField {
     /// The global id, e.g. `xattrib-3812`.
@@ -303,6 +312,8 @@ impl CustomField {
         ID(self.get().id.as_str().to_owned())
     }
 
+    /// The column's display name: 1 to 500 characters, without spaces at either end. Names
+    /// need not be unique within a project; tell fields apart by `id`.
     async fn name(&self) -> &str {
         &self.get().name
     }
@@ -323,6 +334,7 @@ impl CustomField {
         clamp_version(self.get().version)
     }
 
+    /// The project the field belongs to.
     async fn project(&self, ctx: &Context<'_>) -> ApiResult<Project> {
         Ok(Project(
             referenced_project(ctx, &self.get().project)
@@ -361,6 +373,8 @@ impl From<model::Issue> for Issue {
     }
 }
 
+/// An issue: one row of a project's grid, with its number, name and state and its values of
+/// the project's custom fields.
 #[Object(serial)]
 impl Issue {
     /// The global id, e.g. `issue-020e`.
@@ -373,10 +387,12 @@ impl Issue {
         clamp_i32(self.0.num)
     }
 
+    /// The issue's name: 1 to 500 characters, without spaces at either end.
     async fn name(&self) -> &str {
         &self.0.name
     }
 
+    /// Whether the issue is open or closed.
     async fn state(&self) -> IssueState {
         self.0.state.into()
     }
@@ -387,6 +403,7 @@ impl Issue {
         clamp_version(self.0.version)
     }
 
+    /// The project the issue belongs to.
     async fn project(&self, ctx: &Context<'_>) -> ApiResult<Project> {
         Ok(Project(
             referenced_project(ctx, &self.0.project)
@@ -408,6 +425,9 @@ impl Issue {
     async fn field_value(
         &self,
         ctx: &Context<'_>,
+        #[graphql(
+            desc = "The custom field's global id, e.g. `xattrib-3812`; a malformed id is refused with `BAD_USER_INPUT`."
+        )]
         field_id: ID,
     ) -> ApiResult<Option<CustomFieldValue>> {
         let field_id = FieldId::parse(&field_id).map_err(ApiError::from)?;
@@ -435,6 +455,7 @@ pub struct CustomFieldValue {
 
 #[ComplexObject]
 impl CustomFieldValue {
+    /// The custom field (the column) this cell belongs to.
     async fn field(&self) -> &CustomField {
         &self.field
     }
@@ -487,7 +508,9 @@ impl From<model::FieldType> for CustomFieldType {
 /// Whether an issue is still being worked on.
 #[derive(Enum, Clone, Copy, PartialEq, Eq)]
 pub enum IssueState {
+    /// Still being worked on; a new issue's state unless `createIssue` says otherwise.
     Open,
+    /// No longer being worked on; after `OPEN` when sorting by `STATE` in ascending order.
     Closed,
 }
 
@@ -535,9 +558,12 @@ pub enum OrderDirection {
 /// How to sort a project's issues. Ties break by `num` in the same direction.
 #[derive(InputObject)]
 pub struct IssueOrder {
+    /// The column to sort by.
     pub field: IssueOrderField,
     /// The custom field to sort by; required with `CUSTOM_FIELD`, not allowed otherwise.
     pub custom_field_id: Option<ID>,
+    /// Ascending or descending; default `ASC`. Issues without a value in a sorted custom field
+    /// come last either way.
     #[graphql(default_with = "OrderDirection::Asc")]
     pub direction: OrderDirection,
 }
@@ -597,7 +623,13 @@ impl IssueOrder {
 #[derive(SimpleObject)]
 #[graphql(serial)]
 pub struct PageInfo {
+    /// Paging forward (`first`/`after`): whether more rows may follow this page, true also
+    /// when the page came back shorter than asked because finding its rows took too many reads
+    /// (see `Project.issues`). Paging backward (`last`/`before`): whether `before` was given.
     pub has_next_page: bool,
+    /// Paging backward (`last`/`before`): whether more rows may come before this page, true
+    /// also when the page came back shorter than asked because finding its rows took too many
+    /// reads. Paging forward (`first`/`after`): whether `after` was given.
     pub has_previous_page: bool,
     /// The cursor of the first edge (or where a backward page cut short stopped reading).
     pub start_cursor: Option<String>,
@@ -625,6 +657,7 @@ macro_rules! connection {
             /// An opaque cursor: pass it as `after` or `before` with the same connection and
             /// ordering.
             pub cursor: String,
+            #[doc = concat!("The row itself: one of the ", $what, " of the list.")]
             pub node: $node,
         }
 
@@ -632,9 +665,12 @@ macro_rules! connection {
         #[derive(SimpleObject)]
         $(#[$attr])?
         pub struct $conn {
+            /// The page's rows with their cursors, in the list's order (also when paging
+            /// backward); empty when no row matches.
             pub edges: $edges,
             /// The edges' nodes, for clients that need no cursors.
             pub nodes: $nodes,
+            /// Whether more rows lie beyond this page, and the cursors to continue from.
             pub page_info: PageInfo,
         }
 
