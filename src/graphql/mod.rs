@@ -4,12 +4,14 @@
 //! calls the request's loaders and repo, and maps failures to [`ApiError`] codes.
 
 pub mod analysis;
+mod args;
 mod context;
 mod documents;
 pub mod error;
 mod mutation;
 mod order;
 mod prefetch;
+mod request;
 mod rows;
 pub mod types;
 

@@ -12,10 +12,11 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use async_graphql::{Context, InputType, SelectionField, Value};
+use async_graphql::{Context, SelectionField, Value};
 
+use super::args::IssuesArgs;
 use super::error::ApiError;
-use super::types::{project_data, repo, IssueOrder, IssueOrderField, OrderDirection};
+use super::request::{project_data, repo};
 use crate::ids::ProjectId;
 use crate::model::ProjectData;
 use crate::paging::{PageRequest, UncheckedRequest};
@@ -25,36 +26,19 @@ use crate::repo::{IssueRow, IssueSort, Paged, RepoError};
 /// (aliases with other arguments) page after the project loads, as they always could.
 const MAX_PREFETCHED_PAGES: usize = 4;
 
-/// Identifies one `issues` field of one project by its arguments, as written.
+/// Identifies one `issues` field of one project by all its arguments, as written: the one
+/// arguments type, so a page read ahead is only ever taken by a field that asked for exactly it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct PageKey {
     project: ProjectId,
-    first: Option<i32>,
-    after: Option<String>,
-    last: Option<i32>,
-    before: Option<String>,
-    order: Option<(IssueOrderField, Option<String>, OrderDirection)>,
+    args: IssuesArgs,
 }
 
 impl PageKey {
-    pub(crate) fn new(
-        project: &ProjectId,
-        first: Option<i32>,
-        after: Option<&str>,
-        last: Option<i32>,
-        before: Option<&str>,
-        order: Option<&IssueOrder>,
-    ) -> Self {
+    pub(crate) fn new(project: &ProjectId, args: &IssuesArgs) -> Self {
         PageKey {
             project: project.clone(),
-            first,
-            after: after.map(str::to_owned),
-            last,
-            before: before.map(str::to_owned),
-            order: order.map(|o| {
-                let (field, custom, direction) = o.key();
-                (field, custom.map(str::to_owned), direction)
-            }),
+            args: args.clone(),
         }
     }
 }
@@ -147,40 +131,16 @@ fn wanted_pages(ctx: &Context<'_>, project: &ProjectId) -> Vec<Wanted> {
         let Ok(arguments) = field.arguments() else {
             continue;
         };
-        let arg = |name: &str| {
-            arguments
-                .iter()
-                .find(|(n, _)| n.as_str() == name)
-                .map(|(_, v)| v.clone())
-        };
-        let (Ok(first), Ok(after), Ok(last), Ok(before), Ok(order)) = (
-            <Option<i32>>::parse(arg("first")),
-            <Option<String>>::parse(arg("after")),
-            <Option<i32>>::parse(arg("last")),
-            <Option<String>>::parse(arg("before")),
-            <Option<IssueOrder>>::parse(arg("orderBy")),
-        ) else {
+        let Some(args) = IssuesArgs::from_arguments(&arguments) else {
             continue;
         };
-        let sort = match &order {
-            None => IssueSort::default(),
-            Some(order) => match order.unchecked_sort() {
-                Ok(sort) => sort,
-                Err(_) => continue,
-            },
-        };
-        let Ok(request) = repo.unchecked_request(first, after.as_deref(), last, before.as_deref())
-        else {
+        let Ok(sort) = args.unchecked_sort() else {
             continue;
         };
-        let key = PageKey::new(
-            project,
-            first,
-            after.as_deref(),
-            last,
-            before.as_deref(),
-            order.as_ref(),
-        );
+        let Ok(request) = repo.unchecked_request(&args.page) else {
+            continue;
+        };
+        let key = PageKey::new(project, &args);
         if let Some(same) = wanted.iter_mut().find(|w| w.key == key) {
             same.claims += 1;
         } else if wanted.len() < MAX_PREFETCHED_PAGES {

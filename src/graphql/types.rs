@@ -7,69 +7,17 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use async_graphql::{
-    ComplexObject, Context, ContextBase, Enum, InputObject, Interface, Object, SimpleObject, ID,
-};
+use async_graphql::{ComplexObject, Context, Enum, Interface, Object, SimpleObject, ID};
 
+pub use super::args::{IssueOrder, IssueOrderField, IssuesArgs, OrderDirection};
 use super::error::{ApiError, ApiResult};
 use super::prefetch::{self, PageKey};
+pub(crate) use super::request::{loader, project_data, referenced_project, repo, visible_project};
 use super::rows::{Cells, Edges, Fields, Row, Rows};
-use crate::ids::{FieldId, ProjectId, TenantId};
-use crate::loaders::RequestLoader;
+use crate::ids::{FieldId, TenantId};
 use crate::model::{self, ProjectData};
-use crate::paging::{Direction, PageRequest};
-use crate::repo::{IssueKey, IssueRow, IssueSort, Paged, Repo, SortField};
-
-pub(crate) fn loader<'a, T>(ctx: &ContextBase<'a, T>) -> Result<&'a RequestLoader, ApiError> {
-    ctx.data::<RequestLoader>().map_err(|_| {
-        tracing::error!("request has no loader");
-        ApiError::Internal
-    })
-}
-
-pub(crate) fn repo<'a, T>(ctx: &ContextBase<'a, T>) -> Result<&'a Repo, ApiError> {
-    ctx.data::<Repo>().map_err(|_| {
-        tracing::error!("request has no repo");
-        ApiError::Internal
-    })
-}
-
-/// A project and its fields, through the request's cache; `None` when the caller cannot see
-/// one with this id (reported as a miss).
-pub(crate) async fn project_data<T>(
-    ctx: &ContextBase<'_, T>,
-    id: &ProjectId,
-) -> Result<Option<Arc<ProjectData>>, ApiError> {
-    let Some(entry) = loader(ctx)?.load_one(id.clone()).await? else {
-        return Ok(None);
-    };
-    entry.charge_lookup(repo(ctx)?);
-    Ok(entry.value.clone())
-}
-
-/// The project of something loaded by id, to decide whether the caller may see it: when it
-/// may not, the check itself is not reported (the lookup is reported as a miss instead).
-pub(crate) async fn visible_project(
-    ctx: &Context<'_>,
-    id: &ProjectId,
-) -> Result<Option<Arc<ProjectData>>, ApiError> {
-    let Some(entry) = loader(ctx)?.load_one(id.clone()).await? else {
-        return Ok(None);
-    };
-    entry.charge_check(repo(ctx)?);
-    Ok(entry.value.clone())
-}
-
-/// A project that another loaded entity refers to: its absence is corrupt data, not a 404.
-pub(super) async fn referenced_project<T>(
-    ctx: &ContextBase<'_, T>,
-    id: &ProjectId,
-) -> Result<Arc<ProjectData>, ApiError> {
-    project_data(ctx, id).await?.ok_or_else(|| {
-        tracing::error!(project = %id, "dangling reference to a missing project");
-        ApiError::Internal
-    })
-}
+use crate::paging::{Direction, PageArgs, PageRequest};
+use crate::repo::{IssueKey, IssueRow, Paged};
 
 /// Anything with a global id that `node(id:)` can fetch again.
 #[derive(Interface)]
@@ -110,10 +58,14 @@ impl Tenant {
         #[graphql(desc = "Page size when paging backward: 1 to 100.")] last: Option<i32>,
         #[graphql(desc = "Rows before this cursor.")] before: Option<String>,
     ) -> ApiResult<ProjectConnection> {
+        let args = PageArgs {
+            first,
+            after,
+            last,
+            before,
+        };
         let scope = repo(ctx)?.projects_scope(&self.0.id);
-        let request =
-            PageRequest::from_args(&scope, first, after.as_deref(), last, before.as_deref())
-                .map_err(ApiError::from)?;
+        let request = PageRequest::from_args(&scope, &args).map_err(ApiError::from)?;
         let page = repo(ctx)?
             .projects_page(&self.0.id, &request)
             .await
@@ -194,30 +146,22 @@ impl Project {
             IssueOrder,
         >,
     ) -> ApiResult<IssueConnection> {
-        let key = PageKey::new(
-            &self.0.id,
-            first,
-            after.as_deref(),
-            last,
-            before.as_deref(),
-            order_by.as_ref(),
-        );
+        let args = IssuesArgs {
+            page: PageArgs {
+                first,
+                after,
+                last,
+                before,
+            },
+            order_by,
+        };
+        let key = PageKey::new(&self.0.id, &args);
         let (request, page) = match prefetch::take(ctx, &key)? {
             Some(prefetched) => prefetched.map_err(ApiError::from)?,
             None => {
-                let sort = match order_by {
-                    None => IssueSort::default(),
-                    Some(order) => order.to_sort(ctx, &self.0.id).await?,
-                };
+                let sort = args.sort(ctx, &self.0.id).await?;
                 let scope = repo(ctx)?.issues_scope(&self.0.tenant, &self.0.id, &sort);
-                let request = PageRequest::from_args(
-                    &scope,
-                    first,
-                    after.as_deref(),
-                    last,
-                    before.as_deref(),
-                )
-                .map_err(ApiError::from)?;
+                let request = PageRequest::from_args(&scope, &args.page).map_err(ApiError::from)?;
                 let page: Paged<IssueRow> = repo(ctx)?
                     .issues_page(&self.0.tenant, &self.0.id, &sort, &request)
                     .await
@@ -529,93 +473,6 @@ impl From<model::IssueState> for IssueState {
             model::IssueState::Open => IssueState::Open,
             model::IssueState::Closed => IssueState::Closed,
         }
-    }
-}
-
-/// The column to sort issues by.
-#[derive(Enum, Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub enum IssueOrderField {
-    /// The issue number.
-    Num,
-    /// The issue name, case-insensitively.
-    Name,
-    /// The state, OPEN before CLOSED.
-    State,
-    /// The custom field given in `customFieldId`, by its type.
-    CustomField,
-}
-
-/// Sort direction.
-#[derive(Enum, Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
-pub enum OrderDirection {
-    /// Smallest first (for custom fields: issues without a value still come last).
-    #[default]
-    Asc,
-    /// Largest first (for custom fields: issues without a value still come last).
-    Desc,
-}
-
-/// How to sort a project's issues. Ties break by `num` in the same direction.
-#[derive(InputObject)]
-pub struct IssueOrder {
-    /// The column to sort by.
-    pub field: IssueOrderField,
-    /// The custom field to sort by; required with `CUSTOM_FIELD`, not allowed otherwise.
-    pub custom_field_id: Option<ID>,
-    /// Ascending or descending; default `ASC`. Issues without a value in a sorted custom field
-    /// come last either way.
-    #[graphql(default_with = "OrderDirection::Asc")]
-    pub direction: OrderDirection,
-}
-
-impl IssueOrder {
-    /// The sort asked for, checked as far as it can be without the project: a custom field
-    /// still has to be one of the project's (see [`IssueOrder::to_sort`]).
-    pub(crate) fn unchecked_sort(&self) -> Result<IssueSort, ApiError> {
-        let ascending = self.direction == OrderDirection::Asc;
-        let field = match (self.field, &self.custom_field_id) {
-            (IssueOrderField::CustomField, None) => {
-                return Err(ApiError::BadUserInput(
-                    "orderBy: CUSTOM_FIELD needs `customFieldId`, the id of one of the project's custom fields".into(),
-                ))
-            }
-            (IssueOrderField::CustomField, Some(id)) => {
-                SortField::Custom(FieldId::parse(id).map_err(ApiError::from)?)
-            }
-            (_, Some(_)) => {
-                return Err(ApiError::BadUserInput(
-                    "orderBy: `customFieldId` only applies to field CUSTOM_FIELD".into(),
-                ))
-            }
-            (IssueOrderField::Num, None) => SortField::Num,
-            (IssueOrderField::Name, None) => SortField::Name,
-            (IssueOrderField::State, None) => SortField::State,
-        };
-        Ok(IssueSort { field, ascending })
-    }
-
-    async fn to_sort(&self, ctx: &Context<'_>, project: &ProjectId) -> Result<IssueSort, ApiError> {
-        let sort = self.unchecked_sort()?;
-        if let SortField::Custom(id) = &sort.field {
-            let data = referenced_project(ctx, project).await?;
-            if data.field(id).is_none() {
-                // One answer whether the field is missing or another project's, so errors
-                // tell nothing about data outside this project.
-                return Err(ApiError::BadUserInput(format!(
-                    "orderBy: {id} is not a custom field of {project}"
-                )));
-            }
-        }
-        Ok(sort)
-    }
-
-    /// What identifies this ordering among a request's pages.
-    pub(crate) fn key(&self) -> (IssueOrderField, Option<&str>, OrderDirection) {
-        (
-            self.field,
-            self.custom_field_id.as_ref().map(|id| id.as_str()),
-            self.direction,
-        )
     }
 }
 

@@ -43,6 +43,22 @@ pub enum Direction {
     Backward,
 }
 
+/// Relay's connection arguments as a client wrote them, not yet validated: one type that every
+/// connection field's arguments contain (see `graphql::args`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct PageArgs {
+    pub first: Option<i32>,
+    pub after: Option<String>,
+    pub last: Option<i32>,
+    pub before: Option<String>,
+}
+
+impl PageArgs {
+    /// The arguments' names in the schema, for checking that the schema's connections and
+    /// this type name the same ones.
+    pub const NAMES: [&'static str; 4] = ["first", "after", "last", "before"];
+}
+
 /// A validated page request.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PageRequest {
@@ -56,14 +72,8 @@ pub struct PageRequest {
 
 impl PageRequest {
     /// Validates Relay connection arguments against a list's scope.
-    pub fn from_args(
-        scope: &Scope,
-        first: Option<i32>,
-        after: Option<&str>,
-        last: Option<i32>,
-        before: Option<&str>,
-    ) -> Result<Self, PagingError> {
-        UncheckedRequest::from_args(&scope.keys, first, after, last, before)?.check(scope)
+    pub fn from_args(scope: &Scope, args: &PageArgs) -> Result<Self, PagingError> {
+        UncheckedRequest::from_args(&scope.keys, args)?.check(scope)
     }
 }
 
@@ -80,13 +90,15 @@ pub struct UncheckedRequest {
 
 impl UncheckedRequest {
     /// Validates page sizes and cursor signatures.
-    pub fn from_args(
-        keys: &CursorKeys,
-        first: Option<i32>,
-        after: Option<&str>,
-        last: Option<i32>,
-        before: Option<&str>,
-    ) -> Result<Self, PagingError> {
+    pub fn from_args(keys: &CursorKeys, args: &PageArgs) -> Result<Self, PagingError> {
+        let PageArgs {
+            first,
+            after,
+            last,
+            before,
+        } = args;
+        let (first, last) = (*first, *last);
+        let (after, before) = (after.as_deref(), before.as_deref());
         let size = |arg, v: i32| {
             if (1..=MAX_PAGE_SIZE as i64).contains(&(v as i64)) {
                 Ok(v as usize)
@@ -456,21 +468,26 @@ mod tests {
     #[test]
     fn page_sizes_are_validated() {
         let s = scope();
-        let ok = PageRequest::from_args(&s, None, None, None, None).unwrap();
+        let args = |first, last| PageArgs {
+            first,
+            last,
+            ..PageArgs::default()
+        };
+        let ok = PageRequest::from_args(&s, &args(None, None)).unwrap();
         assert_eq!(
             (ok.direction, ok.size),
             (Direction::Forward, DEFAULT_PAGE_SIZE)
         );
-        let back = PageRequest::from_args(&s, None, None, Some(5), None).unwrap();
+        let back = PageRequest::from_args(&s, &args(None, Some(5))).unwrap();
         assert_eq!((back.direction, back.size), (Direction::Backward, 5));
         for bad in [0, -1, 101] {
             assert!(matches!(
-                PageRequest::from_args(&s, Some(bad), None, None, None),
+                PageRequest::from_args(&s, &args(Some(bad), None)),
                 Err(PagingError::PageSize { arg: "first", .. })
             ));
         }
         assert_eq!(
-            PageRequest::from_args(&s, Some(1), None, Some(1), None),
+            PageRequest::from_args(&s, &args(Some(1), Some(1))),
             Err(PagingError::FirstAndLast)
         );
     }

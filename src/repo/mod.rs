@@ -23,8 +23,8 @@ use crate::items::{self, IssueListRow, ItemError, PartitionRow};
 use crate::keys;
 use crate::model::{Issue, Project, ProjectData, Tenant};
 use crate::paging::{
-    self, CursorKeys, Limits, Page, PageRequest, PagingError, Position, ReadBudget, Scope, Segment,
-    UncheckedRequest,
+    self, CursorKeys, Limits, Page, PageArgs, PageRequest, PagingError, Position, ReadBudget,
+    Scope, Segment, UncheckedRequest,
 };
 use crate::store::{
     retry, AttrPath, CallBudget, CostMeter, CostReport, DynStore, Filter, Index, Item, Key,
@@ -543,14 +543,8 @@ impl Repo {
 
     /// Connection arguments checked as far as they can be before their list is known (see
     /// [`UncheckedRequest`]).
-    pub fn unchecked_request(
-        &self,
-        first: Option<i32>,
-        after: Option<&str>,
-        last: Option<i32>,
-        before: Option<&str>,
-    ) -> Result<UncheckedRequest, PagingError> {
-        UncheckedRequest::from_args(&self.cursors, first, after, last, before)
+    pub fn unchecked_request(&self, args: &PageArgs) -> Result<UncheckedRequest, PagingError> {
+        UncheckedRequest::from_args(&self.cursors, args)
     }
 
     /// A read page of a project's issues as connection rows with their cursors.

@@ -78,6 +78,7 @@ mod walk;
 pub use inputs::{check_operation, check_variables, Checked, InputRefusal};
 pub use tokens::count_tokens;
 pub use types::{FieldInfo, InputInfo, InputKind, TypeMap};
+pub use walk::PAGE_SIZE_ARGUMENTS;
 
 /// The multiplier of a list field that is neither a connection, nor a connection's page, nor
 /// an `ids` lookup: `Project.customFields` and `Issue.fieldValues`. Their length is bounded by

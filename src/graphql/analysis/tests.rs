@@ -575,8 +575,8 @@ mod inputs {
 
     use super::super::inputs::{check_value, Subject};
     use super::super::TypeMap;
+    use crate::graphql::args::IssueOrder;
     use crate::graphql::mutation::*;
-    use crate::graphql::types::IssueOrder;
     use async_graphql::parser::types::Type;
     use async_graphql::Name;
     use async_graphql_value::ConstValue;

@@ -20,6 +20,9 @@ const CONNECTION_SUFFIX: &str = "Connection";
 
 /// The argument that makes a list field a lookup by id (`Query.nodes(ids:)`).
 const IDS_ARGUMENT: &str = "ids";
+/// The arguments that give a connection's page size: `paging::PageArgs`'s `first` and `last`
+/// (a test holds them to that type's names).
+pub const PAGE_SIZE_ARGUMENTS: [&str; 2] = ["first", "last"];
 
 /// What a selection set contributes to the expanded query, all counts saturating.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -376,8 +379,7 @@ impl<'a> Analyzer<'a> {
     /// A connection's page size: the larger of `first` and `last`, or the default page size
     /// when neither is given.
     fn page_size(&self, field: &Field) -> u64 {
-        let first = self.page_argument(field, "first");
-        let last = self.page_argument(field, "last");
+        let [first, last] = PAGE_SIZE_ARGUMENTS.map(|name| self.page_argument(field, name));
         first.max(last).unwrap_or_else(|| to_u64(DEFAULT_PAGE_SIZE))
     }
 

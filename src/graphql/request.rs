@@ -1,0 +1,63 @@
+//! What a resolver gets of its request: the request's loaders and repo (attached by the
+//! request context), and the project data everything under a project is checked against.
+
+use std::sync::Arc;
+
+use async_graphql::{Context, ContextBase};
+
+use super::error::ApiError;
+use crate::ids::ProjectId;
+use crate::loaders::RequestLoader;
+use crate::model::ProjectData;
+use crate::repo::Repo;
+
+pub(crate) fn loader<'a, T>(ctx: &ContextBase<'a, T>) -> Result<&'a RequestLoader, ApiError> {
+    ctx.data::<RequestLoader>().map_err(|_| {
+        tracing::error!("request has no loader");
+        ApiError::Internal
+    })
+}
+
+pub(crate) fn repo<'a, T>(ctx: &ContextBase<'a, T>) -> Result<&'a Repo, ApiError> {
+    ctx.data::<Repo>().map_err(|_| {
+        tracing::error!("request has no repo");
+        ApiError::Internal
+    })
+}
+
+/// A project and its fields, through the request's cache; `None` when the caller cannot see
+/// one with this id (reported as a miss).
+pub(crate) async fn project_data<T>(
+    ctx: &ContextBase<'_, T>,
+    id: &ProjectId,
+) -> Result<Option<Arc<ProjectData>>, ApiError> {
+    let Some(entry) = loader(ctx)?.load_one(id.clone()).await? else {
+        return Ok(None);
+    };
+    entry.charge_lookup(repo(ctx)?);
+    Ok(entry.value.clone())
+}
+
+/// The project of something loaded by id, to decide whether the caller may see it: when it
+/// may not, the check itself is not reported (the lookup is reported as a miss instead).
+pub(crate) async fn visible_project(
+    ctx: &Context<'_>,
+    id: &ProjectId,
+) -> Result<Option<Arc<ProjectData>>, ApiError> {
+    let Some(entry) = loader(ctx)?.load_one(id.clone()).await? else {
+        return Ok(None);
+    };
+    entry.charge_check(repo(ctx)?);
+    Ok(entry.value.clone())
+}
+
+/// A project that another loaded entity refers to: its absence is corrupt data, not a 404.
+pub(crate) async fn referenced_project<T>(
+    ctx: &ContextBase<'_, T>,
+    id: &ProjectId,
+) -> Result<Arc<ProjectData>, ApiError> {
+    project_data(ctx, id).await?.ok_or_else(|| {
+        tracing::error!(project = %id, "dangling reference to a missing project");
+        ApiError::Internal
+    })
+}
