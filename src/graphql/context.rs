@@ -296,8 +296,8 @@ impl RequestContext {
             }
         }
         if let Some(missing) = needed_scopes(doc, operation)
-            .into_iter()
-            .find(|p| !access.may(*p))
+            .iter()
+            .find(|p| !access.may(**p))
         {
             return Err(ErrorCode::Forbidden.error(format!(
                 "this operation needs the `{}` scope",
@@ -380,16 +380,20 @@ pub(super) const ADMIN_MUTATIONS: [&str; 1] = ["createTenant"];
 fn needed_scopes(
     doc: &ExecutableDocument,
     operation: Option<&OperationDefinition>,
-) -> Vec<Permission> {
+) -> &'static [Permission] {
+    // Every request asks this: the answers are constants, so nothing is allocated.
+    const QUERY: &[Permission] = &[Permission::Read];
+    const MUTATION: &[Permission] = &[Permission::Read, Permission::Write];
+    const ADMIN: &[Permission] = &[Permission::Read, Permission::Write, Permission::Admin];
     match operation {
         Some(op) if op.ty == OperationType::Mutation => {
-            let mut needed = vec![Permission::Read, Permission::Write];
             if any_root_field(doc, op, |name| ADMIN_MUTATIONS.contains(&name)) {
-                needed.push(Permission::Admin);
+                ADMIN
+            } else {
+                MUTATION
             }
-            needed
         }
-        _ => vec![Permission::Read],
+        _ => QUERY,
     }
 }
 

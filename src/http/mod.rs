@@ -443,11 +443,19 @@ fn not_admitted(
         metrics.admission_refused(refusal.reason(), caller.map_or("operator", Caller::kind));
     }
     let (status, code, message) = match refusal {
-        Refusal::Rate { .. } | Refusal::Cost { .. } => (
+        Refusal::Rate { .. } => (
             StatusCode::TOO_MANY_REQUESTS,
             ErrorCode::RateLimited,
             "this caller sent more requests than its rate allows; retry after the time in \
              Retry-After",
+        ),
+        // The gateway charges query cost once it has priced the query (`CostGate`); a
+        // transport refusal of it would say the same.
+        Refusal::Cost { .. } => (
+            StatusCode::TOO_MANY_REQUESTS,
+            ErrorCode::RateLimited,
+            "this caller's queries cost more per second than its share allows; retry after \
+             the time in Retry-After",
         ),
         Refusal::CallerInFlight => (
             StatusCode::TOO_MANY_REQUESTS,
