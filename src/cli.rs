@@ -133,6 +133,11 @@ pub struct ServeArgs {
     /// path). `--metrics false` turns both off.
     #[arg(long, env = "GRIDGATE_METRICS", default_value_t = true, action = clap::ArgAction::Set, value_parser = BoolishValueParser::new())]
     pub metrics: bool,
+    /// Say in each response how its filtered pages were read (`extensions.plan`: partitions,
+    /// key conditions, rows read against rows returned). For debugging: it shows the layout's
+    /// partition names.
+    #[arg(long, env = "GRIDGATE_EXPLAIN_PLANS", default_value_t = false, action = clap::ArgAction::Set, value_parser = BoolishValueParser::new())]
+    pub explain_plans: bool,
     /// Export tracing spans (requests, and their DynamoDB calls) to this OTLP/HTTP collector,
     /// e.g. http://127.0.0.1:4318. Needs a build with `--features otlp`; refused otherwise.
     #[arg(long, env = "GRIDGATE_OTLP_ENDPOINT")]
@@ -454,6 +459,7 @@ async fn serve(args: ServeArgs) -> Result<(), CliError> {
             max_calls: args.limits.max_calls,
             max_read_units: args.limits.max_read_units,
             introspection: args.introspection,
+            explain_plans: args.explain_plans,
             ..GatewayOptions::default()
         },
         http: args.limits.http_limits(),

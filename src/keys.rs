@@ -112,6 +112,24 @@ pub fn project_sort(name: &str, project: &ProjectId) -> String {
     sortkey::with_suffix(&sortkey::text(name), project.part())
 }
 
+/// The value part of a num's sort string (the whole `GSI1SK` of an issue item).
+pub fn num_part(num: u32) -> String {
+    sortkey::num(num)
+}
+
+/// The value part of a text's sort string (names, TEXT values), whole.
+pub fn text_part(text: &str) -> String {
+    sortkey::text(text)
+}
+
+/// The value part of a state's sort string.
+pub fn state_part(state: IssueState) -> &'static str {
+    sortkey::state_open(state == IssueState::Open)
+}
+
+/// The separator between a sort string's value part and its tie-breaker.
+pub const SORT_SEPARATOR: char = sortkey::SEPARATOR;
+
 /// `GSI1SK` of an issue item: its num.
 pub fn issue_sort(num: u32) -> String {
     sortkey::num(num)
@@ -129,13 +147,18 @@ pub fn state_sort(state: IssueState, num: u32) -> String {
 
 /// `GSI1SK` of a field value row.
 pub fn value_sort(value: &FieldValue, num: u32) -> String {
-    let part = match value {
+    sortkey::with_num(&value_part(value), num)
+}
+
+/// The value part of a field value's sort string, whole (not cut to the key's length): what
+/// [`value_sort`] starts with, and what filters compare cells and operands by.
+pub fn value_part(value: &FieldValue) -> String {
+    match value {
         FieldValue::Text(s) => sortkey::text(s),
         FieldValue::Int(i) => sortkey::int(*i),
         FieldValue::Number(d) => sortkey::decimal(d),
         FieldValue::Date(d) => sortkey::date(*d),
-    };
-    sortkey::with_num(&part, num)
+    }
 }
 
 #[cfg(test)]

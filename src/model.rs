@@ -32,6 +32,46 @@ pub struct Project {
     pub fields_version: u64,
     /// Set when the project was deleted and its rows await the sweep: it is gone for the API.
     pub deleted: bool,
+    /// The project's issue counters, kept by every write of an issue in its own transaction;
+    /// `None` for a project written before counters existed, until `reindex` counts it.
+    pub counts: Option<IssueCounts>,
+}
+
+/// The counters of a project's issues: how many there are, how many are open, and how many
+/// have a value in each custom field (fields without one have none).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IssueCounts {
+    pub issues: i64,
+    pub open: i64,
+    pub filled: BTreeMap<FieldId, i64>,
+}
+
+impl IssueCounts {
+    /// The issues with a value in `field`.
+    pub fn filled(&self, field: &FieldId) -> i64 {
+        self.filled.get(field).copied().unwrap_or(0)
+    }
+
+    /// The counters of a set of issues, counted one by one (what the writers' increments must
+    /// add up to).
+    pub fn of<'a>(issues: impl IntoIterator<Item = &'a Issue>) -> IssueCounts {
+        let mut counts = IssueCounts::default();
+        for issue in issues {
+            counts.add(issue, 1);
+        }
+        counts
+    }
+
+    /// Counts `issue` `sign` times (1 to add it, -1 to take it away).
+    pub fn add(&mut self, issue: &Issue, sign: i64) {
+        self.issues += sign;
+        if issue.state == IssueState::Open {
+            self.open += sign;
+        }
+        for field in issue.values.keys() {
+            *self.filled.entry(field.clone()).or_default() += sign;
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

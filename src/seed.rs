@@ -11,7 +11,7 @@ use serde::Serialize;
 use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::items;
 use crate::model::{
-    CellText, CustomField, FieldType, FieldValue, Issue, IssueState, Project, Tenant,
+    CellText, CustomField, FieldType, FieldValue, Issue, IssueCounts, IssueState, Project, Tenant,
 };
 use crate::repo::RepoError;
 use crate::store::{retry, DynStore, Item, Key, StoreError};
@@ -66,6 +66,7 @@ pub fn demo_items() -> Result<Vec<Item>, SeedError> {
         version: 1,
         fields_version: 0,
         deleted: false,
+        counts: None,
     };
     let news = Project {
         id: id(ProjectId::parse("project-7b7e"))?,
@@ -75,6 +76,7 @@ pub fn demo_items() -> Result<Vec<Item>, SeedError> {
         version: 1,
         fields_version: 0,
         deleted: false,
+        counts: None,
     };
     let field = |part: &str, name: &str, field_type, position| -> Result<CustomField, SeedError> {
         Ok(CustomField {
@@ -150,6 +152,14 @@ pub fn demo_items() -> Result<Vec<Item>, SeedError> {
         )?,
     ];
 
+    // The counters the writers would have kept, had they created these issues.
+    let (mut bridge, mut news) = (bridge, news);
+    bridge.counts = Some(IssueCounts::of(
+        issues.iter().filter(|i| i.project == bridge.id),
+    ));
+    news.counts = Some(IssueCounts::of(
+        issues.iter().filter(|i| i.project == news.id),
+    ));
     let mut out = vec![
         items::tenant_item(&acme),
         items::tenant_item(&media),
@@ -271,6 +281,7 @@ pub async fn synthetic(
             version: 1,
             fields_version: 0,
             deleted: false,
+            counts: None,
         };
         let types = [
             FieldType::Text,
@@ -299,11 +310,13 @@ pub async fn synthetic(
         store.bulk_put(head).await?;
 
         let mut num = 1;
+        let mut counts = IssueCounts::default();
         while num <= params.issues {
             let end = (num + ISSUES_PER_CHUNK).min(params.issues + 1);
             let mut chunk = Vec::new();
             for n in num..end {
                 let issue = random_issue(&mut rng, &project, &fields, n);
+                counts.add(&issue, 1);
                 chunk.extend(
                     items::issue_items(&issue, &fields)
                         .map_err(|e| SeedError::Invalid(e.to_string()))?,
@@ -312,6 +325,12 @@ pub async fn synthetic(
             store.bulk_put(chunk).await?;
             num = end;
         }
+        // The project's counters, once its issues are written (as the writers keep them).
+        let project = Project {
+            counts: Some(counts),
+            ..project
+        };
+        store.bulk_put(vec![items::project_item(&project)]).await?;
         let summary = SyntheticProject {
             tenant: tenant.id.to_string(),
             project: project.id.to_string(),

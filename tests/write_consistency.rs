@@ -292,6 +292,7 @@ fn synthetic_rows(n: u32, has_value: impl Fn(u32) -> bool) -> (Project, FieldId,
         version: 1,
         fields_version: 0,
         deleted: false,
+        counts: None,
     };
     let field = CustomField {
         id: FieldId::generate(),
@@ -302,8 +303,9 @@ fn synthetic_rows(n: u32, has_value: impl Fn(u32) -> bool) -> (Project, FieldId,
         version: 1,
         deleted: false,
     };
-    let mut all = vec![items::tenant_item(&tenant), items::project_item(&project)];
+    let mut all = vec![items::tenant_item(&tenant)];
     all.extend(items::field_items(&field));
+    let mut counts = gridgate::model::IssueCounts::default();
     for num in 1..=n {
         let mut values = BTreeMap::new();
         if has_value(num) {
@@ -322,9 +324,15 @@ fn synthetic_rows(n: u32, has_value: impl Fn(u32) -> bool) -> (Project, FieldId,
             values,
             version: 1,
         };
+        counts.add(&issue, 1);
         all.extend(items::issue_items(&issue, std::slice::from_ref(&field)).unwrap());
     }
-    (project.clone(), field.id, all)
+    let project = Project {
+        counts: Some(counts),
+        ..project
+    };
+    all.push(items::project_item(&project));
+    (project, field.id, all)
 }
 
 async fn source_rows_from_another_tool_are_queryable_after_reindex(backend: Backend) {

@@ -9,20 +9,23 @@ use async_graphql::{Context, Enum, InputObject, InputType, Name, Value, ID};
 
 use super::error::ApiError;
 use super::request::referenced_project;
+use crate::filter::{self, Column, Leaf, Op, Predicate};
 use crate::ids::{FieldId, ProjectId};
+use crate::model::ProjectData;
 use crate::paging::PageArgs;
-use crate::repo::{IssueSort, SortField};
+use crate::repo::{IssueList, IssueSort, SortField};
 
 /// The arguments of `Project.issues`, as the client wrote them.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct IssuesArgs {
     pub page: PageArgs,
     pub order_by: Option<IssueOrder>,
+    pub filter: Option<IssueFilter>,
 }
 
 impl IssuesArgs {
     /// The arguments' names in the schema.
-    pub const NAMES: [&'static str; 5] = ["first", "after", "last", "before", "orderBy"];
+    pub const NAMES: [&'static str; 6] = ["first", "after", "last", "before", "orderBy", "filter"];
 
     /// The arguments of an `issues` field as the look-ahead sees them (literals with the
     /// request's variables put in); `None` when they are not valid, which the resolver reports.
@@ -44,6 +47,7 @@ impl IssuesArgs {
                 before: parse(arg("before"))?,
             },
             order_by: parse(arg("orderBy"))?,
+            filter: parse(arg("filter"))?,
         })
     }
 
@@ -55,15 +59,270 @@ impl IssuesArgs {
         }
     }
 
-    /// The sort asked for, checked against the project's fields.
-    pub async fn sort(
+    /// The list asked for (its order and filter), checked against the project's fields.
+    pub async fn list(
         &self,
         ctx: &Context<'_>,
         project: &ProjectId,
-    ) -> Result<IssueSort, ApiError> {
-        match &self.order_by {
-            None => Ok(IssueSort::default()),
-            Some(order) => order.to_sort(ctx, project).await,
+    ) -> Result<IssueList, ApiError> {
+        let sort = match &self.order_by {
+            None => IssueSort::default(),
+            Some(order) => order.to_sort(ctx, project).await?,
+        };
+        let filter = match &self.filter {
+            None => None,
+            Some(filter) => {
+                let data = referenced_project(ctx, project).await?;
+                Some(filter.check(&data)?)
+            }
+        };
+        Ok(IssueList { sort, filter })
+    }
+}
+
+/// Where the issues without a value go in a list sorted by a custom field.
+#[derive(Enum, Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub enum EmptyPlacement {
+    /// Before every issue that has a value, whatever the direction.
+    First,
+    /// After every issue that has a value, whatever the direction.
+    #[default]
+    Last,
+}
+
+/// A column of the issue list, as a filter names it.
+#[derive(InputObject, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct IssueColumn {
+    /// The column: `NUM`, `NAME`, `STATE`, or `CUSTOM_FIELD` with `customFieldId`.
+    pub field: IssueOrderField,
+    /// The custom field; required with `CUSTOM_FIELD`, not allowed otherwise.
+    pub custom_field_id: Option<ID>,
+}
+
+/// A filter of a project's issues: either one combinator (exactly one of `and`, `or`, `not`,
+/// and nothing else), or a leaf: a `column` and at least one operator, all of which must hold
+/// (so `gte` with `lt` is a range).
+///
+/// Operands are the column's canonical text, as in `FieldValueInput`: NUM an integer, STATE
+/// `OPEN` or `CLOSED`, INT and NUMBER numbers (compared numerically), DATE `YYYY-MM-DD`. Text
+/// (NAME, TEXT) is compared case-insensitively, as it sorts. An empty cell is like SQL's NULL:
+/// only `isEmpty: true` matches it, every other operator is false on it, and `not` inverts the
+/// result (so `not: {column: X, eq: "a"}` keeps the empty cells).
+///
+/// At most 20 leaves, 4 levels deep, and 100 values in an `in`.
+#[derive(InputObject, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct IssueFilter {
+    /// Issues that match every one of these filters (all issues when empty).
+    pub and: Option<Vec<IssueFilter>>,
+    /// Issues that match at least one of these filters (none when empty).
+    pub or: Option<Vec<IssueFilter>>,
+    /// Issues that do not match this filter.
+    pub not: Option<Box<IssueFilter>>,
+    /// The column a leaf tests.
+    pub column: Option<IssueColumn>,
+    /// The cell equals this value.
+    pub eq: Option<String>,
+    /// The cell has a value other than this one.
+    pub ne: Option<String>,
+    /// The cell equals one of these values (at most 100).
+    #[graphql(name = "in")]
+    pub in_: Option<Vec<String>>,
+    /// The cell's value is below this one.
+    pub lt: Option<String>,
+    /// The cell's value is at most this one.
+    pub lte: Option<String>,
+    /// The cell's value is above this one.
+    pub gt: Option<String>,
+    /// The cell's value is at least this one.
+    pub gte: Option<String>,
+    /// `true`: the cell is empty; `false`: it has a value.
+    pub is_empty: Option<bool>,
+    /// The text contains this text, case-insensitively (NAME and TEXT columns only).
+    pub contains: Option<String>,
+    /// The text starts with this text, case-insensitively (NAME and TEXT columns only).
+    pub starts_with: Option<String>,
+}
+
+impl IssueFilter {
+    /// The filter checked against the project's fields: `BAD_USER_INPUT` naming the path in
+    /// the filter of the first thing wrong.
+    pub fn check(&self, project: &ProjectData) -> Result<Predicate, ApiError> {
+        let mut leaves = 0;
+        self.check_at(project, "filter", 1, &mut leaves)
+    }
+
+    fn check_at(
+        &self,
+        project: &ProjectData,
+        path: &str,
+        depth: usize,
+        leaves: &mut usize,
+    ) -> Result<Predicate, ApiError> {
+        let bad = |message: String| ApiError::BadUserInput(format!("{path}: {message}"));
+        if depth > filter::MAX_DEPTH {
+            return Err(bad(format!(
+                "filters nest at most {} levels deep",
+                filter::MAX_DEPTH
+            )));
+        }
+        let IssueFilter {
+            and,
+            or,
+            not,
+            column,
+            eq,
+            ne,
+            in_,
+            lt,
+            lte,
+            gt,
+            gte,
+            is_empty,
+            contains,
+            starts_with,
+        } = self;
+        let combinators = [and.is_some(), or.is_some(), not.is_some()]
+            .into_iter()
+            .filter(|c| *c)
+            .count();
+        let operators = [
+            eq.is_some(),
+            ne.is_some(),
+            in_.is_some(),
+            lt.is_some(),
+            lte.is_some(),
+            gt.is_some(),
+            gte.is_some(),
+            is_empty.is_some(),
+            contains.is_some(),
+            starts_with.is_some(),
+        ]
+        .into_iter()
+        .any(|o| o);
+        let leaf = column.is_some() || operators;
+        if combinators > 1 || (combinators == 1 && leaf) {
+            return Err(bad(
+                "a filter is either one of `and`, `or`, `not`, or a `column` with operators, never two of these".into(),
+            ));
+        }
+        let list = |filters: &[IssueFilter], name: &str, leaves: &mut usize| {
+            filters
+                .iter()
+                .enumerate()
+                .map(|(i, f)| {
+                    f.check_at(project, &format!("{path}.{name}[{i}]"), depth + 1, leaves)
+                })
+                .collect::<Result<Vec<_>, _>>()
+        };
+        if let Some(all) = and {
+            return Ok(Predicate::And(list(all, "and", leaves)?));
+        }
+        if let Some(any) = or {
+            return Ok(Predicate::Or(list(any, "or", leaves)?));
+        }
+        if let Some(inner) = not {
+            let inner = inner.check_at(project, &format!("{path}.not"), depth + 1, leaves)?;
+            return Ok(Predicate::Not(Box::new(inner)));
+        }
+        let Some(column) = column else {
+            return Err(bad(if operators {
+                "a leaf needs the `column` it tests".into()
+            } else {
+                "an empty filter: give a `column` and at least one operator, or one of `and`, `or`, `not`".into()
+            }));
+        };
+        if !operators {
+            return Err(bad(
+                "a leaf needs at least one operator (`eq`, `ne`, `in`, `lt`, `lte`, `gt`, `gte`, `isEmpty`, `contains`, `startsWith`)".into(),
+            ));
+        }
+        *leaves += 1;
+        if *leaves > filter::MAX_LEAVES {
+            return Err(bad(format!(
+                "a filter has at most {} leaves",
+                filter::MAX_LEAVES
+            )));
+        }
+        let column = column
+            .check(project)
+            .map_err(|m| bad(format!("column: {m}")))?;
+        let operand = |name: &str, text: &str| {
+            column
+                .operand(text)
+                .map_err(|e| bad(format!("{name}: {e}")))
+        };
+        let mut ops = Vec::new();
+        for (name, value, op) in [
+            ("eq", eq, Op::Eq as fn(String) -> Op),
+            ("ne", ne, Op::Ne),
+            ("lt", lt, Op::Lt),
+            ("lte", lte, Op::Lte),
+            ("gt", gt, Op::Gt),
+            ("gte", gte, Op::Gte),
+        ] {
+            if let Some(text) = value {
+                ops.push(op(operand(name, text)?));
+            }
+        }
+        if let Some(values) = in_ {
+            if values.len() > filter::MAX_IN_VALUES {
+                return Err(bad(format!(
+                    "in: at most {} values, got {}",
+                    filter::MAX_IN_VALUES,
+                    values.len()
+                )));
+            }
+            let values = values
+                .iter()
+                .enumerate()
+                .map(|(i, text)| operand(&format!("in[{i}]"), text))
+                .collect::<Result<Vec<_>, _>>()?;
+            ops.push(Op::In(values));
+        }
+        if let Some(empty) = is_empty {
+            ops.push(Op::IsEmpty(*empty));
+        }
+        for (name, value, op) in [
+            ("contains", contains, Op::Contains as fn(String) -> Op),
+            ("startsWith", starts_with, Op::StartsWith),
+        ] {
+            if let Some(text) = value {
+                if !column.is_text() {
+                    return Err(bad(format!(
+                        "{name}: applies to text columns (NAME and TEXT fields) only"
+                    )));
+                }
+                ops.push(op(text.to_lowercase()));
+            }
+        }
+        Ok(Predicate::Leaf(Leaf { column, ops }))
+    }
+}
+
+impl IssueColumn {
+    /// The column, checked against the project's fields.
+    fn check(&self, project: &ProjectData) -> Result<Column, String> {
+        match (self.field, &self.custom_field_id) {
+            (IssueOrderField::CustomField, None) => Err(
+                "CUSTOM_FIELD needs `customFieldId`, the id of one of the project's custom fields"
+                    .into(),
+            ),
+            (IssueOrderField::CustomField, Some(id)) => {
+                let unknown = || {
+                    format!(
+                        "{} is not a custom field of {}",
+                        id.as_str(),
+                        project.project.id
+                    )
+                };
+                let id = FieldId::parse(id).map_err(|_| unknown())?;
+                let field = project.field(&id).ok_or_else(unknown)?;
+                Ok(Column::Custom(id, field.field_type))
+            }
+            (_, Some(_)) => Err("`customFieldId` only applies to field CUSTOM_FIELD".into()),
+            (IssueOrderField::Num, None) => Ok(Column::Num),
+            (IssueOrderField::Name, None) => Ok(Column::Name),
+            (IssueOrderField::State, None) => Ok(Column::State),
         }
     }
 }
@@ -84,10 +343,10 @@ pub enum IssueOrderField {
 /// Sort direction.
 #[derive(Enum, Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
 pub enum OrderDirection {
-    /// Smallest first (for custom fields: issues without a value still come last).
+    /// Smallest first (for custom fields, `empty` places the issues without a value).
     #[default]
     Asc,
-    /// Largest first (for custom fields: issues without a value still come last).
+    /// Largest first (for custom fields, `empty` places the issues without a value).
     Desc,
 }
 
@@ -98,10 +357,13 @@ pub struct IssueOrder {
     pub field: IssueOrderField,
     /// The custom field to sort by; required with `CUSTOM_FIELD`, not allowed otherwise.
     pub custom_field_id: Option<ID>,
-    /// Ascending or descending; default `ASC`. Issues without a value in a sorted custom field
-    /// come last either way.
+    /// Ascending or descending; default `ASC`.
     #[graphql(default_with = "OrderDirection::Asc")]
     pub direction: OrderDirection,
+    /// Where issues without a value go, for a custom field: `LAST` (the default) or `FIRST`,
+    /// in either direction.
+    #[graphql(default_with = "EmptyPlacement::Last")]
+    pub empty: EmptyPlacement,
 }
 
 impl IssueOrder {
@@ -127,7 +389,11 @@ impl IssueOrder {
             (IssueOrderField::Name, None) => SortField::Name,
             (IssueOrderField::State, None) => SortField::State,
         };
-        Ok(IssueSort { field, ascending })
+        Ok(IssueSort {
+            field,
+            ascending,
+            empty_first: self.empty == EmptyPlacement::First,
+        })
     }
 
     pub(crate) async fn to_sort(
@@ -169,5 +435,6 @@ mod tests {
         for name in crate::graphql::analysis::PAGE_SIZE_ARGUMENTS {
             assert!(PageArgs::NAMES.contains(&name), "{name}");
         }
+        assert!(IssuesArgs::NAMES.contains(&crate::graphql::analysis::FILTER_ARGUMENT));
     }
 }

@@ -18,6 +18,7 @@ use async_graphql::{Request, Response, ServerError, ServerResult, Value, Variabl
 use super::analysis::{self, QueryLimits, Refusal, TypeMap};
 use super::documents::{Document, Documents};
 use super::error::ErrorCode;
+use super::request::PlanLog;
 use super::{schema_builder, GridSchema, ResponseOrder};
 use crate::auth::{Access, Permission};
 use crate::loaders::{Batches, Loaders, RequestLoader};
@@ -61,6 +62,9 @@ pub struct GatewayOptions {
     pub max_read_units: f64,
     /// Whether `__schema` / `__type` are answered.
     pub introspection: bool,
+    /// Whether responses say how each filtered page was read (`extensions.plan`): the
+    /// partitions and key conditions, and the rows read against the rows returned.
+    pub explain_plans: bool,
 }
 
 /// Default of [`GatewayOptions::max_calls`]: a grid page takes 2 or 3 calls and the
@@ -81,6 +85,7 @@ impl Default for GatewayOptions {
             max_calls: DEFAULT_MAX_CALLS,
             max_read_units: DEFAULT_MAX_READ_UNITS,
             introspection: true,
+            explain_plans: false,
         }
     }
 }
@@ -227,6 +232,8 @@ struct RequestContext {
     batches: Batches,
     /// The mutations the request committed (the transport's log, when it gave one).
     applied: AppliedLog,
+    /// How the request's filtered pages were read, when plans are explained.
+    plans: Option<PlanLog>,
 }
 
 impl RequestContext {
@@ -239,6 +246,7 @@ impl RequestContext {
             document: None,
             batches: Batches::default(),
             applied: AppliedLog::default(),
+            plans: None,
         }
     }
 
@@ -488,11 +496,16 @@ impl RequestContext {
             .with_stats(shared.write_stats.clone())
             .with_applied(self.applied.clone());
         let loader: RequestLoader = Loaders::for_request(repo.clone(), &self.batches);
-        let request = request
+        let mut request = request
             .data(repo)
             .data(loader)
             .data(writes)
             .data(super::prefetch::Prefetched::default());
+        if options.explain_plans {
+            let plans = PlanLog::default();
+            self.plans = Some(plans.clone());
+            request = request.data(plans);
+        }
         Ok((request, validation))
     }
 
@@ -527,6 +540,13 @@ impl RequestContext {
         // ran out, the response grew too large), and clients need not guess when.
         if let Some(applied) = applied_extension(&self.applied.entries()) {
             response.extensions.insert("applied".into(), applied);
+        }
+        if let Some(plans) = self.plans.as_ref().map(PlanLog::take) {
+            if !plans.is_empty() {
+                response
+                    .extensions
+                    .insert("plan".into(), Value::List(plans));
+            }
         }
         let cost = self.meter.report();
         let mut fields = async_graphql::indexmap::IndexMap::new();

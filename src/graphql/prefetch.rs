@@ -134,6 +134,12 @@ fn wanted_pages(ctx: &Context<'_>, project: &ProjectId) -> Vec<Wanted> {
         let Some(args) = IssuesArgs::from_arguments(&arguments) else {
             continue;
         };
+        // A filtered page is read once its project is known: the filter's columns are the
+        // project's, and its reads (a search that may grow) are paid from the request's
+        // budget, which a read that may yet be dropped must not spend.
+        if args.filter.is_some() {
+            continue;
+        }
         let Ok(sort) = args.unchecked_sort() else {
             continue;
         };

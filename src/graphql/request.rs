@@ -1,15 +1,15 @@
 //! What a resolver gets of its request: the request's loaders and repo (attached by the
 //! request context), and the project data everything under a project is checked against.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use async_graphql::{Context, ContextBase};
+use async_graphql::{Context, ContextBase, Value};
 
 use super::error::ApiError;
 use crate::ids::ProjectId;
 use crate::loaders::RequestLoader;
 use crate::model::ProjectData;
-use crate::repo::Repo;
+use crate::repo::{PlanReport, Repo};
 
 pub(crate) fn loader<'a, T>(ctx: &ContextBase<'a, T>) -> Result<&'a RequestLoader, ApiError> {
     ctx.data::<RequestLoader>().map_err(|_| {
@@ -60,4 +60,37 @@ pub(crate) async fn referenced_project<T>(
         tracing::error!(project = %id, "dangling reference to a missing project");
         ApiError::Internal
     })
+}
+
+/// How a request's filtered pages were read, each as `extensions.plan` shows it, when the
+/// gateway explains plans (attached to the request only then).
+#[derive(Clone, Default)]
+pub(crate) struct PlanLog(Arc<Mutex<Vec<Value>>>);
+
+impl PlanLog {
+    /// The plans noted, leaving none.
+    pub(crate) fn take(&self) -> Vec<Value> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+/// Notes how the page of the field being resolved was read, when plans are explained.
+pub(crate) fn note_plan(ctx: &Context<'_>, report: &PlanReport) {
+    let Some(log) = ctx.data_opt::<PlanLog>() else {
+        return;
+    };
+    let mut value = match serde_json::to_value(report) {
+        Ok(value) => value,
+        Err(e) => {
+            tracing::error!(error = %e, "plan report not serializable");
+            return;
+        }
+    };
+    if let (Some(object), Some(path)) = (value.as_object_mut(), ctx.path_node) {
+        object.insert("path".into(), path.to_string().into());
+    }
+    match Value::from_json(value) {
+        Ok(value) => log.0.lock().unwrap_or_else(|e| e.into_inner()).push(value),
+        Err(e) => tracing::error!(error = %e, "plan report not a GraphQL value"),
+    }
 }

@@ -9,11 +9,17 @@ use std::sync::Arc;
 
 use async_graphql::{ComplexObject, Context, Enum, Interface, Object, SimpleObject, ID};
 
-pub use super::args::{IssueOrder, IssueOrderField, IssuesArgs, OrderDirection};
+pub use super::args::{
+    EmptyPlacement, IssueColumn, IssueFilter, IssueOrder, IssueOrderField, IssuesArgs,
+    OrderDirection,
+};
 use super::error::{ApiError, ApiResult};
 use super::prefetch::{self, PageKey};
-pub(crate) use super::request::{loader, project_data, referenced_project, repo, visible_project};
+pub(crate) use super::request::{
+    loader, note_plan, project_data, referenced_project, repo, visible_project,
+};
 use super::rows::{Cells, Edges, Fields, Row, Rows};
+use crate::filter;
 use crate::ids::{FieldId, TenantId};
 use crate::model::{self, ProjectData};
 use crate::paging::{Direction, PageArgs, PageRequest};
@@ -128,11 +134,15 @@ impl Project {
         Ok(Fields::new(referenced_project(ctx, &self.0.id).await?))
     }
 
-    /// The project's issues, sorted by any column and paged with cursors. Issues without a
-    /// value in a sorted custom field come after all issues that have one, in either direction.
-    /// A page sorted by a custom field may come back shorter than asked, with
-    /// `hasNextPage: true`, when finding issues without a value took too many reads; continue
-    /// from `endCursor` (or `startCursor` when paging backward).
+    /// The project's issues, sorted by any column, filtered, and paged with cursors. Issues
+    /// without a value in a sorted custom field come last in either direction, or first with
+    /// `empty: FIRST`. A filtered page reads on until it is full; a page (filtered, or sorted by
+    /// a custom field) may come back shorter than asked, with `hasNextPage: true`, when finding
+    /// its rows took too many reads: continue from `endCursor` (or `startCursor` when paging
+    /// backward). Cursors are bound to the order and the filter they were read with.
+    // The arguments are the schema's, one per GraphQL argument; they become one `IssuesArgs`
+    // at once.
+    #[allow(clippy::too_many_arguments)]
     async fn issues(
         &self,
         ctx: &Context<'_>,
@@ -145,6 +155,9 @@ impl Project {
         #[graphql(desc = "Sort order; default `{field: NUM, direction: ASC}`.")] order_by: Option<
             IssueOrder,
         >,
+        #[graphql(desc = "Only the issues that match this filter; default all.")] filter: Option<
+            IssueFilter,
+        >,
     ) -> ApiResult<IssueConnection> {
         let args = IssuesArgs {
             page: PageArgs {
@@ -154,21 +167,30 @@ impl Project {
                 before,
             },
             order_by,
+            filter,
         };
         let key = PageKey::new(&self.0.id, &args);
-        let (request, page) = match prefetch::take(ctx, &key)? {
-            Some(prefetched) => prefetched.map_err(ApiError::from)?,
+        // The page, the request it answers, and the list's filter (a prefetched page's list has
+        // none: filtered pages are not read ahead).
+        let (request, page, filter) = match prefetch::take(ctx, &key)? {
+            Some(prefetched) => {
+                let (request, page) = prefetched.map_err(ApiError::from)?;
+                (request, page, None)
+            }
             None => {
-                let sort = args.sort(ctx, &self.0.id).await?;
-                let scope = repo(ctx)?.issues_scope(&self.0.tenant, &self.0.id, &sort);
+                let list = args.list(ctx, &self.0.id).await?;
+                let scope = repo(ctx)?.issues_scope(&self.0.tenant, &self.0.id, &list);
                 let request = PageRequest::from_args(&scope, &args.page).map_err(ApiError::from)?;
                 let page: Paged<IssueRow> = repo(ctx)?
-                    .issues_page(&self.0.tenant, &self.0.id, &sort, &request)
+                    .issues_page(&self.0.tenant, &self.0.id, &list, &request)
                     .await
                     .map_err(ApiError::from)?;
-                (request, page)
+                (request, page, list.filter)
             }
         };
+        if let Some(plan) = &page.plan {
+            note_plan(ctx, plan);
+        }
         // Rows read from derived index rows are loaded in one batch with every other issue
         // load of this request.
         let keys: Vec<IssueKey> = page
@@ -184,7 +206,7 @@ impl Project {
         } else {
             loader(ctx)?.load_many(keys).await.map_err(ApiError::from)?
         };
-        let rows = page
+        let rows: Vec<(String, Row)> = page
             .rows
             .into_iter()
             .filter_map(|(cursor, row)| {
@@ -204,13 +226,28 @@ impl Project {
                 issue.map(|i| (cursor, Row(i)))
             })
             .collect();
-        Ok(IssueConnection::build(
+        let whole = !page.has_previous && !page.has_next && page.resume_cursor.is_none();
+        let length = rows.len() as i64;
+        let mut connection = IssueConnection::build(
             rows,
             page.has_previous,
             page.has_next,
             page.resume_cursor,
             request.direction,
-        ))
+        );
+        if ctx.look_ahead().field("totalCount").exists() {
+            // The project is the request's already (it was loaded to check the list), so this
+            // is no read.
+            let data = referenced_project(ctx, &self.0.id).await?;
+            let counted = data
+                .project
+                .counts
+                .as_ref()
+                .and_then(|counts| filter::count(counts, filter.as_ref()));
+            let whole = whole.then_some(length);
+            connection.total_count = counted.or(whole).map(clamp_count);
+        }
+        Ok(connection)
     }
 }
 
@@ -291,6 +328,11 @@ impl CustomField {
 
 pub(super) fn clamp_i32(n: u32) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
+}
+
+/// A count as GraphQL's `Int` (a counter that drifted below zero reads as 0).
+fn clamp_count(n: i64) -> i32 {
+    i32::try_from(n.max(0)).unwrap_or(i32::MAX)
 }
 
 pub(super) fn clamp_version(n: u64) -> i32 {
@@ -503,9 +545,10 @@ macro_rules! connection {
         );
     };
     // With the types of the `edges` and `nodes` lists (any collection of the edges or nodes).
+    // `; total_count` gives the connection a `totalCount`, set after `build`.
     (
         $conn:ident, $edge:ident, $node:ty, $what:literal, $edges:ty, $nodes:ty
-        $(, #[$attr:meta])?
+        $(, #[$attr:meta])? $(; $total:ident)?
     ) => {
         #[doc = concat!("A row of a list of ", $what, " and its cursor.")]
         #[derive(SimpleObject)]
@@ -529,6 +572,15 @@ macro_rules! connection {
             pub nodes: $nodes,
             /// Whether more rows lie beyond this page, and the cursors to continue from.
             pub page_info: PageInfo,
+            $(
+                /// The exact number of issues in the list (after its filter), for sizing a
+                /// scrollbar; costs no read. Never null when the list has no filter, when every
+                /// leaf of its filter tests `STATE`, or when its filter is a single `isEmpty`
+                /// leaf on a custom field, on projects whose counters are kept (every project
+                /// created or reindexed by this version). Otherwise null, unless the page holds
+                /// the whole list (no page before or after it), whose length it then is.
+                pub $total: Option<i32>,
+            )?
         }
 
         impl $conn {
@@ -556,6 +608,7 @@ macro_rules! connection {
                     edges,
                     nodes,
                     page_info,
+                    $( $total: None, )?
                 }
             }
         }
@@ -591,7 +644,7 @@ impl PageInfo {
 // Project connections stay concurrent: `edges` and `nodes` may each select a project's issues.
 connection!(ProjectConnection, ProjectEdge, Project, "projects");
 // Issue connections list their rows by plan (`rows.rs`).
-connection!(IssueConnection, IssueEdge, Row, "issues", Edges, Rows, #[graphql(serial)]);
+connection!(IssueConnection, IssueEdge, Row, "issues", Edges, Rows, #[graphql(serial)]; total_count);
 
 pub(crate) fn tenant_id(id: &str) -> Result<TenantId, ApiError> {
     TenantId::parse(id).map_err(ApiError::from)

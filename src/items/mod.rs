@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::keys;
 use crate::model::{
-    CellText, CustomField, FieldType, FieldValue, Issue, IssueState, Project, Tenant, ValueError,
+    CellText, CustomField, FieldType, FieldValue, Issue, IssueCounts, IssueState, Project, Tenant,
+    ValueError,
 };
 use crate::store::{AttributeValue, Item, Key};
 
@@ -97,6 +98,15 @@ struct ProjectItem {
     fields_version: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     deleted: Option<u64>,
+    /// The issue counters (see `model::IssueCounts`); the per-field ones are the attributes
+    /// named [`attrs::FILLED_PREFIX`] + field id, which serde does not name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    issue_count: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    open_count: Option<i64>,
+    /// Set (to 1) once the counters are kept: by the project's creation, or by `reindex`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    counted: Option<u64>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -265,7 +275,7 @@ pub fn decode_tenant(item: &Item) -> Result<Tenant, ItemError> {
 
 pub fn project_item(project: &Project) -> Item {
     let key = keys::project(&project.id, &project.tenant);
-    to_item(&ProjectItem {
+    let mut item = to_item(&ProjectItem {
         pk: key.pk,
         sk: key.sk,
         gsi1sk: (!project.deleted).then(|| keys::project_sort(&project.name, &project.id)),
@@ -275,7 +285,50 @@ pub fn project_item(project: &Project) -> Item {
         version: project.version,
         fields_version: project.fields_version,
         deleted: project.deleted.then_some(1),
-    })
+        issue_count: project.counts.as_ref().map(|c| c.issues),
+        open_count: project.counts.as_ref().map(|c| c.open),
+        counted: project.counts.as_ref().map(|_| 1),
+    });
+    if let Some(counts) = &project.counts {
+        for (field, n) in &counts.filled {
+            item.insert(filled_attr(field), number_i64(*n));
+        }
+    }
+    item
+}
+
+/// The attribute of a project item that counts the issues with a value in `field`.
+pub fn filled_attr(field: &FieldId) -> String {
+    format!("{}{field}", attrs::FILLED_PREFIX)
+}
+
+fn number_i64(n: i64) -> AttributeValue {
+    AttributeValue::N(n.to_string())
+}
+
+/// Takes a project item's per-field counters out of it (they are not serde's to read).
+fn take_filled(item: &mut Item) -> Result<BTreeMap<FieldId, i64>, String> {
+    let names: Vec<String> = item
+        .keys()
+        .filter(|name| name.starts_with(attrs::FILLED_PREFIX))
+        .cloned()
+        .collect();
+    let mut filled = BTreeMap::new();
+    for name in names {
+        let Some(value) = item.remove(&name) else {
+            continue;
+        };
+        let field = FieldId::parse(&name[attrs::FILLED_PREFIX.len()..])
+            .map_err(|e| format!("{name}: {e}"))?;
+        let n = match value {
+            AttributeValue::N(n) => n
+                .parse::<i64>()
+                .map_err(|_| format!("{name}: {n} is not a count"))?,
+            _ => return Err(format!("{name} is not a number")),
+        };
+        filled.insert(field, n);
+    }
+    Ok(filled)
 }
 
 pub fn decode_project(item: &Item) -> Result<Project, ItemError> {
@@ -286,6 +339,8 @@ pub fn decode_project(item: &Item) -> Result<Project, ItemError> {
 pub fn decode_project_owned(item: Item) -> Result<Project, ItemError> {
     const E: &str = "project";
     check_type(&item, types::PROJECT, E)?;
+    let mut item = item;
+    let filled = take_filled(&mut item).map_err(|reason| ItemError::new(&item, E, reason))?;
     let raw: ProjectItem = from_owned_item(item, E)?;
     let bad = |e: crate::ids::IdError| ItemError::keyed(&raw.pk, &raw.sk, E, e.to_string());
     Ok(Project {
@@ -296,6 +351,11 @@ pub fn decode_project_owned(item: Item) -> Result<Project, ItemError> {
         version: raw.version,
         fields_version: raw.fields_version,
         deleted: raw.deleted.is_some(),
+        counts: raw.counted.map(|_| IssueCounts {
+            issues: raw.issue_count.unwrap_or(0),
+            open: raw.open_count.unwrap_or(0),
+            filled,
+        }),
     })
 }
 
@@ -591,6 +651,11 @@ pub mod attrs {
     pub const EXPIRES_AT: &str = crate::store::table::TTL;
     pub const LEASE_OWNER: &str = "LeaseOwner";
     pub const LEASE_EXPIRES: &str = "LeaseExpires";
+    pub const ISSUE_COUNT: &str = "IssueCount";
+    pub const OPEN_COUNT: &str = "OpenCount";
+    pub const COUNTED: &str = "Counted";
+    /// With a field id after it: a project's count of the issues with a value in that field.
+    pub const FILLED_PREFIX: &str = "Filled:";
 }
 
 /// The puts and deletes that turn one set of derived rows into another.
@@ -917,6 +982,7 @@ mod tests {
             version: 1,
             fields_version: 0,
             deleted: false,
+            counts: None,
         }
     }
 
@@ -925,6 +991,7 @@ mod tests {
         let p = Project {
             fields_version: 2,
             deleted: true,
+            counts: None,
             ..sample_project()
         };
         assert_eq!(decode_project(&project_item(&p)).unwrap(), p);

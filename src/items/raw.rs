@@ -6,11 +6,11 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use super::{
-    decode_field_owned, decode_issue, decode_project_owned, item_pk, item_type, types, ItemError,
-    PK_ATTR, SK_ATTR, VALUES,
+    attrs, decode_field_owned, decode_issue, decode_project_owned, item_pk, item_type, types,
+    ItemError, PK_ATTR, SK_ATTR, VALUES,
 };
 use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
-use crate::model::{CellText, CustomField, FieldType, Issue, IssueState, Project};
+use crate::model::{CellText, CustomField, FieldType, Issue, IssueCounts, IssueState, Project};
 use crate::store::ddbjson::{self, JsonError, Reader, Scalar};
 use crate::store::{Item, RawItem};
 
@@ -252,6 +252,16 @@ pub fn decode_partition_row(raw: RawItem) -> Result<PartitionRow, ItemError> {
 
 /// A whole number as serde reads one from an `N`, when it is written plainly (digits, no
 /// leading zero); anything else is left to serde.
+/// [`plain_number`], or its negation written with a leading `-` (a counter that drifted below
+/// zero).
+fn signed_number(n: &str) -> Option<i64> {
+    match n.strip_prefix('-') {
+        Some(magnitude) if magnitude != "0" => plain_number::<i64>(magnitude).map(|m| -m),
+        Some(_) => None,
+        None => plain_number(n),
+    }
+}
+
 fn plain_number<T: std::str::FromStr>(n: &str) -> Option<T> {
     let digits = !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
     if digits && (n == "0" || !n.starts_with('0')) {
@@ -275,6 +285,10 @@ struct PartitionParts<'a> {
     version: Option<u64>,
     fields_version: Option<u64>,
     deleted: Option<u64>,
+    issue_count: Option<i64>,
+    open_count: Option<i64>,
+    counted: Option<u64>,
+    filled: BTreeMap<FieldId, i64>,
     /// Set on anything the one pass leaves to the attribute map.
     odd: bool,
 }
@@ -309,6 +323,18 @@ fn partition_row_from_text(text: &str) -> Result<Option<PartitionRow>, JsonError
             "Version" => set_once(&mut p.version, n.as_deref().and_then(plain_number)),
             "FieldsVersion" => set_once(&mut p.fields_version, n.as_deref().and_then(plain_number)),
             "Deleted" => set_once(&mut p.deleted, n.as_deref().and_then(plain_number)),
+            attrs::ISSUE_COUNT => {
+                set_once(&mut p.issue_count, n.as_deref().and_then(signed_number))
+            }
+            attrs::OPEN_COUNT => set_once(&mut p.open_count, n.as_deref().and_then(signed_number)),
+            attrs::COUNTED => set_once(&mut p.counted, n.as_deref().and_then(plain_number)),
+            name if name.starts_with(attrs::FILLED_PREFIX) => {
+                let field = FieldId::parse(&name[attrs::FILLED_PREFIX.len()..]).ok();
+                match (field, n.as_deref().and_then(signed_number)) {
+                    (Some(field), Some(count)) => p.filled.insert(field, count).is_none(),
+                    _ => false,
+                }
+            }
             // Attributes neither decoder reads are ignored, as serde ignores them.
             _ => true,
         };
@@ -337,6 +363,11 @@ fn project_from_parts(p: PartitionParts<'_>) -> Option<Project> {
         // The defaults of `ProjectItem`.
         fields_version: p.fields_version.unwrap_or(0),
         deleted: p.deleted.is_some(),
+        counts: p.counted.map(|_| IssueCounts {
+            issues: p.issue_count.unwrap_or(0),
+            open: p.open_count.unwrap_or(0),
+            filled: p.filled,
+        }),
     })
 }
 

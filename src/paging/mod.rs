@@ -164,6 +164,9 @@ impl UncheckedRequest {
 #[derive(Clone, Debug)]
 pub struct Segment {
     pub partition: String,
+    /// The key condition on `GSI1SK`: the part of the partition the list covers (a range a
+    /// filter puts on the sorted column), `Any` for all of it.
+    pub sort: SortCondition,
     /// The list's sort direction within this segment: `true` for ascending `GSI1SK`.
     pub ascending: bool,
     /// Set for a segment whose rows are picked out by a filter (the empty cells of a
@@ -217,6 +220,15 @@ impl ReadBudget {
     }
 }
 
+/// Picks the rows of a list out of the rows its segments hold, for a list whose filter no key
+/// condition answers in full (see `repo::plan`). The rows given are one query's, in list order;
+/// the rows returned are those in the list, in the same order, each with the item its owner
+/// decodes (which may be another item than the one read: the issue an index row names).
+#[async_trait::async_trait]
+pub trait Sieve: Send + Sync {
+    async fn sift(&self, rows: Vec<Row>) -> Result<Vec<Row>, StoreError>;
+}
+
 /// One row of a page: its position and the index item read (projection ALL), as text for
 /// the list's owner to decode typed.
 #[derive(Clone, Debug)]
@@ -235,6 +247,9 @@ pub struct Page {
     /// read nothing at all: the client asks for the same page again). Continuing
     /// from here (as `after`, or `before` when paging backward) skips the rows already read.
     pub resume: Option<Position>,
+    /// How many items the page's queries read, before any filter: what a filtered page cost
+    /// against what it returned.
+    pub scanned: usize,
 }
 
 /// Where an item read from `segment` lies in its list: its `PK` and `GSI1SK`. `None` for an
@@ -307,8 +322,9 @@ pub async fn fetch(
     segments: &[Segment],
     request: &PageRequest,
     budget: &ReadBudget,
+    sieve: Option<&dyn Sieve>,
 ) -> Result<Page, StoreError> {
-    fetch_from(store, segments, request, budget, Vec::new(), 0).await
+    fetch_from(store, segments, request, budget, sieve, Page::default(), 0).await
 }
 
 /// Goes on with a forward page of which the first `done` segments were read to their end
@@ -319,20 +335,22 @@ pub async fn fetch_rest(
     segments: &[Segment],
     request: &PageRequest,
     budget: &ReadBudget,
+    sieve: Option<&dyn Sieve>,
     read: Page,
     done: usize,
 ) -> Result<Page, StoreError> {
-    fetch_from(store, segments, request, budget, read.rows, done).await
+    fetch_from(store, segments, request, budget, sieve, read, done).await
 }
 
-/// [`fetch`], starting with `rows` already read from the segments before `skip` (forward
-/// only; zero and no rows otherwise).
+/// [`fetch`], starting with the rows of `read` already read from the segments before `skip`
+/// (forward only; zero and an empty page otherwise).
 async fn fetch_from(
     store: &dyn Store,
     segments: &[Segment],
     request: &PageRequest,
     budget: &ReadBudget,
-    rows: Vec<Row>,
+    sieve: Option<&dyn Sieve>,
+    read: Page,
     skip: usize,
 ) -> Result<Page, StoreError> {
     let forward = request.direction == Direction::Forward;
@@ -349,7 +367,8 @@ async fn fetch_from(
         (0..segments.len()).rev().collect()
     };
     let first_segment = from.map(|p| p.segment);
-    let mut rows = rows;
+    let mut rows = read.rows;
+    let mut scanned = read.scanned;
     rows.reserve(want.saturating_sub(rows.len()));
     // Set when the read budget ran out before the list did; `resume` is where to go on from.
     let mut cut_short = false;
@@ -379,9 +398,12 @@ async fn fetch_from(
         let mut ask: usize = 0;
         loop {
             let needed = want - rows.len();
-            let limit = match segment.filter {
-                None => needed,
-                Some(_) => {
+            // Reads that may not all be in the list are paid from the budget, in growing
+            // steps: a segment picked out by a filter, or any segment of a sifted list.
+            let budgeted = segment.filter.is_some() || sieve.is_some();
+            let limit = match budgeted {
+                false => needed,
+                true => {
                     ask = ask
                         .saturating_mul(FILTERED_GROWTH)
                         .max(needed * FILTERED_GROWTH);
@@ -403,7 +425,7 @@ async fn fetch_from(
             let query = Query {
                 index: Index::Gsi1,
                 partition: segment.partition.clone(),
-                sort: SortCondition::Any,
+                sort: segment.sort.clone(),
                 forward: segment.ascending == forward,
                 limit: Some(limit as u32),
                 start: start.clone(),
@@ -411,22 +433,39 @@ async fn fetch_from(
                 consistent: false,
             };
             let out = store.query_raw(&query).await;
-            if segment.filter.is_some() {
+            if budgeted {
                 let scanned = out.as_ref().map_or(0, |o| o.scanned);
                 budget.refund(limit.saturating_sub(scanned));
             }
             let out = out?;
+            scanned += out.scanned;
+            // The rows of this query up to the bound, then (in a sifted list) those in the list.
+            let mut batch = Vec::with_capacity(out.items.len());
+            let mut bounded = false;
             for mut item in out.items {
                 let Some(position) = position_in(index, &mut item)? else {
                     continue;
                 };
                 if bound.is_some_and(|b| reached(segments, forward, &position, b)) {
-                    break 'segments;
+                    bounded = true;
+                    break;
                 }
-                rows.push(Row { position, item });
+                batch.push(Row { position, item });
+                if sieve.is_none() && rows.len() + batch.len() == want {
+                    break;
+                }
+            }
+            if let Some(sieve) = sieve {
+                batch = sieve.sift(batch).await?;
+            }
+            for row in batch {
+                rows.push(row);
                 if rows.len() == want {
                     break 'segments;
                 }
+            }
+            if bounded {
+                break 'segments;
             }
             match out.last_evaluated {
                 None => break,
@@ -458,6 +497,7 @@ async fn fetch_from(
         has_next,
         has_previous,
         resume,
+        scanned,
     })
 }
 

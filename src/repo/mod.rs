@@ -6,10 +6,13 @@
 //! Each method names the DynamoDB calls it makes; the per-request cost budgets in the tests
 //! are sums of these.
 
+pub mod plan;
 mod speculative;
 pub mod sweep;
 pub mod verify;
 pub mod writes;
+
+pub use plan::Plan;
 
 pub use speculative::{SpeculativePage, MISS};
 
@@ -18,6 +21,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::auth::Access;
+use crate::filter::Predicate;
 use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::items::{self, IssueListRow, ItemError, PartitionRow};
 use crate::keys;
@@ -27,8 +31,8 @@ use crate::paging::{
     Scope, Segment, UncheckedRequest,
 };
 use crate::store::{
-    retry, AttrPath, CallBudget, CostMeter, CostReport, DynStore, Filter, Index, Item, Key,
-    Metered, Query, RawItem, SortCondition, StoreError,
+    retry, CallBudget, CostMeter, CostReport, DynStore, Index, Item, Key, Metered, Query, RawItem,
+    SortCondition, StoreError,
 };
 
 /// Errors of the data layer: the store failed, or it returned an item that cannot be read.
@@ -94,6 +98,9 @@ pub enum SortField {
 pub struct IssueSort {
     pub field: SortField,
     pub ascending: bool,
+    /// For a custom field: whether the issues without a value come first (in either
+    /// direction) rather than last.
+    pub empty_first: bool,
 }
 
 impl Default for IssueSort {
@@ -101,8 +108,38 @@ impl Default for IssueSort {
         IssueSort {
             field: SortField::Num,
             ascending: true,
+            empty_first: false,
         }
     }
+}
+
+/// A project's issue list: its order and its filter, checked against the project. What a
+/// list's cursors are bound to and what the planner reads it by.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct IssueList {
+    pub sort: IssueSort,
+    pub filter: Option<Predicate>,
+}
+
+/// How a filtered page was read, for `extensions.plan`: the partitions and key conditions
+/// read, the residual filter tested on each issue, and the rows read against those returned.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanReport {
+    pub segments: Vec<PlanSegment>,
+    /// The part of the filter no key condition answers, tested on every issue read (in the
+    /// canonical text cursors are bound to), or `null`.
+    pub residual: Option<String>,
+    pub rows_read: usize,
+    pub rows_returned: usize,
+}
+
+/// One partition a plan reads.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanSegment {
+    pub partition: String,
+    pub key_condition: String,
 }
 
 /// An issue on a page: either the source item itself (when the index row read *is* the issue)
@@ -121,6 +158,8 @@ pub struct Paged<T> {
     pub has_previous: bool,
     /// Cursor of where reading stopped when the page was cut short by the read cap.
     pub resume_cursor: Option<String>,
+    /// How a filtered page was read (`None` for other pages).
+    pub plan: Option<PlanReport>,
 }
 
 impl<T> Paged<T> {
@@ -130,6 +169,7 @@ impl<T> Paged<T> {
             has_next: false,
             has_previous: false,
             resume_cursor: None,
+            plan: None,
         }
     }
 }
@@ -259,9 +299,14 @@ impl Repo {
     }
 
     /// Reads one page of `segments` after checking the request fits them.
-    async fn page(&self, segments: &[Segment], request: &PageRequest) -> Result<Page, RepoError> {
+    async fn page(
+        &self,
+        segments: &[Segment],
+        request: &PageRequest,
+        sieve: Option<&dyn paging::Sieve>,
+    ) -> Result<Page, RepoError> {
         request.check_segments(segments.len())?;
-        Ok(paging::fetch(self.store.as_ref(), segments, request, &self.budget).await?)
+        Ok(paging::fetch(self.store.as_ref(), segments, request, &self.budget, sieve).await?)
     }
 
     pub fn store(&self) -> &DynStore {
@@ -472,7 +517,7 @@ impl Repo {
 
     /// The cursor an issue has under its project's default order (by num ascending).
     pub fn issue_cursor(&self, tenant: &TenantId, issue: &Issue) -> String {
-        self.issues_scope(tenant, &issue.project, &IssueSort::default())
+        self.issues_scope(tenant, &issue.project, &IssueList::default())
             .cursor(&Position {
                 segment: 0,
                 pk: issue.id.to_string(),
@@ -496,10 +541,11 @@ impl Repo {
         }
         let segments = [Segment {
             partition: keys::projects_partition(tenant),
+            sort: SortCondition::Any,
             ascending: true,
             filter: None,
         }];
-        let page = self.page(&segments, request).await?;
+        let page = self.page(&segments, request, None).await?;
         let scope = self.projects_scope(tenant);
         paged(&scope, page, |raw| {
             Ok(items::decode_project(&items::raw_item(raw, "project")?)?)
@@ -508,7 +554,11 @@ impl Repo {
 
     /// The scope of a project's issue list in one ordering, for its cursors. It names the
     /// project's tenant too, so a cursor is bound to the tenant it was issued for.
-    pub fn issues_scope(&self, tenant: &TenantId, project: &ProjectId, sort: &IssueSort) -> Scope {
+    /// The scope names the filter too (in its canonical text), so a cursor is bound to the
+    /// filter it was read with as well as to the order; a list without a filter and with empty
+    /// cells last keeps the scope it always had, so cursors clients hold stay valid.
+    pub fn issues_scope(&self, tenant: &TenantId, project: &ProjectId, list: &IssueList) -> Scope {
+        let sort = &list.sort;
         let field = match &sort.field {
             SortField::Num => "NUM".to_string(),
             SortField::Name => "NAME".to_string(),
@@ -516,10 +566,15 @@ impl Repo {
             SortField::Custom(f) => format!("CUSTOM_FIELD:{f}"),
         };
         let direction = if sort.ascending { "ASC" } else { "DESC" };
-        Scope::new(
-            format!("issues|{tenant}|{project}|{field}|{direction}"),
-            self.cursors.clone(),
-        )
+        let mut scope = format!("issues|{tenant}|{project}|{field}|{direction}");
+        if sort.empty_first {
+            scope.push_str("|EMPTY_FIRST");
+        }
+        if let Some(filter) = &list.filter {
+            scope.push_str("|filter:");
+            scope.push_str(&filter.to_string());
+        }
+        Scope::new(scope, self.cursors.clone())
     }
 
     /// A page of a project's issues in the given order: one Query of `GSI1` per segment read
@@ -529,7 +584,7 @@ impl Repo {
         &self,
         tenant: &TenantId,
         project: &ProjectId,
-        sort: &IssueSort,
+        list: &IssueList,
         request: &PageRequest,
     ) -> Result<Paged<IssueRow>, RepoError> {
         // Defence in depth: resolvers only page projects they could load, and loading checks
@@ -537,8 +592,35 @@ impl Repo {
         if !self.access.sees(tenant) {
             return Ok(Paged::empty());
         }
-        let page = self.page(&issue_segments(project, sort), request).await?;
-        self.issue_rows(tenant, project, sort, page)
+        let plan = Plan::new(project, list);
+        let sieve = plan.residual.clone().map(|filter| IssueSieve {
+            store: self.store.clone(),
+            project: project.clone(),
+            filter,
+        });
+        let page = self
+            .page(
+                &plan.segments,
+                request,
+                sieve.as_ref().map(|s| s as &dyn paging::Sieve),
+            )
+            .await?;
+        let report = list.filter.as_ref().map(|_| PlanReport {
+            segments: plan
+                .describe()
+                .into_iter()
+                .map(|(partition, key_condition)| PlanSegment {
+                    partition,
+                    key_condition,
+                })
+                .collect(),
+            residual: plan.residual.as_ref().map(ToString::to_string),
+            rows_read: page.scanned,
+            rows_returned: page.rows.len(),
+        });
+        let mut rows = self.issue_rows(tenant, project, list, page)?;
+        rows.plan = report;
+        Ok(rows)
     }
 
     /// Connection arguments checked as far as they can be before their list is known (see
@@ -552,10 +634,10 @@ impl Repo {
         &self,
         tenant: &TenantId,
         project: &ProjectId,
-        sort: &IssueSort,
+        list: &IssueList,
         page: Page,
     ) -> Result<Paged<IssueRow>, RepoError> {
-        let scope = self.issues_scope(tenant, project, sort);
+        let scope = self.issues_scope(tenant, project, list);
         let mut ids = items::SharedIds::default();
         paged(&scope, page, |raw| {
             match items::decode_issue_list_row(raw, &mut ids)? {
@@ -576,39 +658,59 @@ impl Repo {
     }
 }
 
-/// The segments of a project's issue list in one ordering.
-fn issue_segments(project: &ProjectId, sort: &IssueSort) -> Vec<Segment> {
-    let ascending = sort.ascending;
-    let by_num = |filter| Segment {
-        partition: keys::issues_by_num_partition(project),
-        ascending,
-        filter,
-    };
-    match &sort.field {
-        SortField::Num => vec![by_num(None)],
-        SortField::Name => vec![Segment {
-            partition: keys::name_partition(project),
-            ascending,
-            filter: None,
-        }],
-        SortField::State => vec![Segment {
-            partition: keys::state_partition(project),
-            ascending,
-            filter: None,
-        }],
-        // Rows with a value come from the field's value partition; the issues without one
-        // follow, in num order, picked out of the project's issue items by a filter.
-        SortField::Custom(field) => vec![
-            Segment {
-                partition: keys::field_value_partition(field),
-                ascending,
-                filter: None,
-            },
-            by_num(Some(Filter::AttributeNotExists(AttrPath::new([
-                items::VALUES,
-                field.as_str(),
-            ])))),
-        ],
+/// Tests the issues a filtered list reads against what of its filter no key condition answers:
+/// issue items as they are, index rows once their issues are loaded (in one batch per query,
+/// the issue then taking the row's place).
+struct IssueSieve {
+    store: DynStore,
+    project: ProjectId,
+    filter: Predicate,
+}
+
+#[async_trait::async_trait]
+impl paging::Sieve for IssueSieve {
+    async fn sift(&self, rows: Vec<paging::Row>) -> Result<Vec<paging::Row>, StoreError> {
+        let mut ids = items::SharedIds::default();
+        let corrupt = |e: ItemError| StoreError::Corrupt(e.to_string());
+        // Each row with its issue, or the id of the issue still to load.
+        let mut decided = Vec::with_capacity(rows.len());
+        let mut wanted = Vec::new();
+        for row in rows {
+            match items::decode_issue_list_row(row.item.clone(), &mut ids).map_err(corrupt)? {
+                IssueListRow::Issue(issue) => decided.push((row, Ok(issue))),
+                IssueListRow::Index(Ok(issue)) => {
+                    // The lists a filter reads are one project's: its issues are keyed by it.
+                    wanted.push(keys::issue(&issue, &self.project));
+                    decided.push((row, Err(issue)));
+                }
+                IssueListRow::Index(Err(pk)) => {
+                    return Err(StoreError::Corrupt(
+                        bad_index_row(pk.as_deref()).to_string(),
+                    ))
+                }
+            }
+        }
+        let mut loaded: HashMap<IssueId, (Issue, RawItem)> = HashMap::new();
+        if !wanted.is_empty() {
+            for raw in retry::batch_get_all_raw(self.store.as_ref(), &wanted).await? {
+                let issue = items::decode_issue_raw(raw.clone(), &mut ids).map_err(corrupt)?;
+                loaded.insert(issue.id.clone(), (issue, raw));
+            }
+        }
+        Ok(decided
+            .into_iter()
+            .filter_map(|(mut row, issue)| match issue {
+                Ok(issue) => self.filter.matches(&issue).then_some(row),
+                Err(id) => {
+                    // An index row whose issue is gone (a write in flight) is not in the list.
+                    let (issue, raw) = loaded.remove(&id)?;
+                    self.filter.matches(&issue).then(|| {
+                        row.item = raw;
+                        row
+                    })
+                }
+            })
+            .collect())
     }
 }
 
@@ -637,6 +739,7 @@ fn paged<T>(
         has_next: page.has_next,
         has_previous: page.has_previous,
         resume_cursor,
+        plan: None,
     })
 }
 

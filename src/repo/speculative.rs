@@ -12,7 +12,7 @@
 //! response, and the read is reported as one miss, whatever it found, so neither data nor
 //! cost figures tell another tenant's rows from missing ones.
 
-use super::{issue_segments, IssueRow, IssueSort, Paged, Repo, RepoError, SortField};
+use super::{IssueList, IssueRow, IssueSort, Paged, Plan, Repo, RepoError, SortField};
 use crate::ids::ProjectId;
 use crate::model::ProjectData;
 use crate::paging::{self, Direction, Page, PageRequest, UncheckedRequest};
@@ -31,7 +31,7 @@ pub const MISS: CostReport = CostReport {
 /// it may be used before [`Repo::confirm_issues_page`].
 pub struct SpeculativePage {
     project: ProjectId,
-    sort: IssueSort,
+    list: IssueList,
     request: UncheckedRequest,
     /// `None` when the page was not read ahead (see [`Repo::speculate_issues_page`]).
     read: Option<Result<Page, RepoError>>,
@@ -54,23 +54,27 @@ impl Repo {
         sort: IssueSort,
         request: UncheckedRequest,
     ) -> SpeculativePage {
-        let mut segments = issue_segments(&project, &sort);
+        let list = IssueList { sort, filter: None };
+        let mut segments = Plan::new(&project, &list).segments;
         let wanted = request.request();
         let first_segment_only = segments.len() > 1;
-        let readable = !first_segment_only
+        // A list whose first segment is picked out by a filter (the empty cells, when they
+        // come first) is read once the project is confirmed: a filtered read spends the
+        // request's read budget.
+        let readable = segments.first().is_some_and(|s| s.filter.is_none()) && !first_segment_only
             || (wanted.direction == Direction::Forward
                 && wanted.before.is_none()
                 && wanted.after.as_ref().is_none_or(|p| p.segment == 0));
         let (probe, meter) = self.probe();
         let read = if readable {
             segments.truncate(1);
-            Some(probe.page(&segments, wanted).await)
+            Some(probe.page(&segments, wanted, None).await)
         } else {
             None
         };
         SpeculativePage {
             project,
-            sort,
+            list,
             request,
             read,
             first_segment_only,
@@ -92,7 +96,7 @@ impl Repo {
     ) -> Option<Result<(PageRequest, Paged<IssueRow>), RepoError>> {
         let SpeculativePage {
             project: id,
-            sort,
+            list,
             request,
             read,
             first_segment_only,
@@ -102,7 +106,7 @@ impl Repo {
         let owner = project.filter(|data| {
             data.project.id == id
                 && self.access.sees(&data.project.tenant)
-                && match &sort.field {
+                && match &list.sort.field {
                     SortField::Custom(field) => data.field(field).is_some(),
                     SortField::Num | SortField::Name | SortField::State => true,
                 }
@@ -112,7 +116,7 @@ impl Repo {
             return None;
         };
         let tenant = &owner.project.tenant;
-        let Ok(request) = request.check(&self.issues_scope(tenant, &id, &sort)) else {
+        let Ok(request) = request.check(&self.issues_scope(tenant, &id, &list)) else {
             self.charge(MISS);
             return None;
         };
@@ -123,12 +127,13 @@ impl Repo {
         if first_segment_only && !page.has_next {
             // The first segment ended before the page was full: the page goes on in the next
             // segments (the empty cells), read now that the project is known.
-            let segments = issue_segments(&id, &sort);
+            let segments = Plan::new(&id, &list).segments;
             let rest = paging::fetch_rest(
                 self.store.as_ref(),
                 &segments,
                 &request,
                 &self.budget,
+                None,
                 page,
                 1,
             );
@@ -138,7 +143,7 @@ impl Repo {
             };
         }
         Some(
-            self.issue_rows(tenant, &id, &sort, page)
+            self.issue_rows(tenant, &id, &list, page)
                 .map(|rows| (request, rows)),
         )
     }

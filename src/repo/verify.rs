@@ -14,7 +14,7 @@ use super::RepoError;
 use crate::ids::{FieldId, IssueId, ProjectId};
 use crate::items::{self, attrs, types, RowChanges};
 use crate::keys;
-use crate::model::{CustomField, FieldValue, Issue, Project};
+use crate::model::{CustomField, FieldValue, Issue, IssueCounts, Project};
 use crate::store::{
     retry, table, AttrPath, AttributeValue, Condition, DynStore, Item, Key, UpdateAction, WriteOp,
     MAX_TRANSACT_WRITE,
@@ -46,6 +46,8 @@ enum Fix {
     Delete,
     SetGsi1sk(String),
     RemoveGsi1sk,
+    /// Sets a project's issue counters (see `model::IssueCounts`).
+    SetCounts(Vec<UpdateAction>),
     /// Reported only: the repair is a sweep's (or a person's) job.
     None,
 }
@@ -128,6 +130,11 @@ pub async fn reindex(
                 )],
                 condition: Some(Condition::Exists),
             }),
+            Fix::SetCounts(actions) => Some(WriteOp::Update {
+                key: m.key.clone(),
+                actions: actions.clone(),
+                condition: Some(Condition::Exists),
+            }),
             Fix::RemoveGsi1sk => Some(WriteOp::Update {
                 key: m.key.clone(),
                 actions: vec![UpdateAction::Remove(AttrPath::new([attrs::GSI1SK]))],
@@ -136,8 +143,13 @@ pub async fn reindex(
             Fix::None => None,
         })
         .collect();
-    let mut batch = Vec::new();
+    let mut batch: Vec<WriteOp> = Vec::new();
     for op in ops {
+        // A transaction may name an item once: a second repair of the same item (a project's
+        // sort key and its counters) goes into the next one.
+        if batch.iter().any(|b| b.key() == op.key()) {
+            store.transact_write(std::mem::take(&mut batch)).await?;
+        }
         batch.push(op);
         if batch.len() == MAX_TRANSACT_WRITE {
             store.transact_write(std::mem::take(&mut batch)).await?;
@@ -201,7 +213,8 @@ impl Snapshot {
             }
             let key = keys::project(id, &project.tenant);
             let expected = keys::project_sort(&project.name, id);
-            check_gsi1sk(&mut out, key, sort.as_deref(), Some(&expected));
+            check_gsi1sk(&mut out, key.clone(), sort.as_deref(), Some(&expected));
+            self.check_counts(&mut out, key, project);
         }
         for (project, fields) in &self.fields {
             if !wanted(project) {
@@ -288,6 +301,70 @@ impl Snapshot {
         }
         out.sort_by(|a, b| (&a.key, a.problem).cmp(&(&b.key, b.problem)));
         out
+    }
+
+    /// A project's counters against its issues counted one by one (cells of live fields only).
+    fn check_counts(&self, out: &mut Vec<Mismatch>, key: Key, project: &Project) {
+        let live: HashSet<&FieldId> = self
+            .fields
+            .get(&project.id)
+            .into_iter()
+            .flatten()
+            .filter(|f| !f.deleted)
+            .map(|f| &f.id)
+            .collect();
+        let mut expected = IssueCounts::of(
+            self.issues
+                .values()
+                .map(|(issue, _)| issue)
+                .filter(|issue| issue.project == project.id),
+        );
+        expected
+            .filled
+            .retain(|field, n| live.contains(field) && *n != 0);
+        let mut actual = project.counts.clone();
+        if let Some(actual) = &mut actual {
+            actual.filled.retain(|_, n| *n != 0);
+        }
+        if actual.as_ref() == Some(&expected) {
+            return;
+        }
+        let number = |n: i64| AttributeValue::N(n.to_string());
+        let set = |name: &str, n: i64| UpdateAction::Set(AttrPath::new([name]), number(n));
+        let mut actions = vec![
+            set(attrs::ISSUE_COUNT, expected.issues),
+            set(attrs::OPEN_COUNT, expected.open),
+            set(attrs::COUNTED, 1),
+        ];
+        for (field, n) in &expected.filled {
+            actions.push(set(&items::filled_attr(field), *n));
+        }
+        for field in project.counts.iter().flat_map(|c| c.filled.keys()) {
+            if !expected.filled.contains_key(field) {
+                actions.push(UpdateAction::Remove(AttrPath::new([items::filled_attr(
+                    field,
+                )])));
+            }
+        }
+        let (problem, detail) = match &actual {
+            None => (
+                Problem::Missing,
+                "issue counters (never counted)".to_string(),
+            ),
+            Some(actual) => (
+                Problem::Stale,
+                format!(
+                    "issue counters: {} issues, {} open, filled {:?}; the issues say {}, {}, {:?}",
+                    actual.issues,
+                    actual.open,
+                    actual.filled.values().collect::<Vec<_>>(),
+                    expected.issues,
+                    expected.open,
+                    expected.filled.values().collect::<Vec<_>>()
+                ),
+            ),
+        };
+        out.push(mismatch(problem, key, &detail, Fix::SetCounts(actions)));
     }
 
     fn check_issue(&self, out: &mut Vec<Mismatch>, issue: &Issue, sort: Option<&str>) {

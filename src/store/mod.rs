@@ -324,11 +324,25 @@ impl Condition {
     }
 }
 
-/// One change of an UpdateItem: set a (possibly nested) attribute, or remove it.
+/// One change of an UpdateItem: set a (possibly nested) attribute, remove it, or add to a
+/// number (DynamoDB's `ADD`: a top-level number attribute, created as 0 when missing), which
+/// concurrent writers can do without reading it first.
 #[derive(Clone, Debug, PartialEq)]
 pub enum UpdateAction {
     Set(AttrPath, AttributeValue),
     Remove(AttrPath),
+    Add(AttrPath, i64),
+}
+
+impl UpdateAction {
+    /// The attribute the action changes.
+    pub fn path(&self) -> &AttrPath {
+        match self {
+            UpdateAction::Set(path, _)
+            | UpdateAction::Remove(path)
+            | UpdateAction::Add(path, _) => path,
+        }
+    }
 }
 
 /// One operation of a transactional write.

@@ -42,6 +42,8 @@
 //!     field already multiplied by the page size;
 //!   - any other list (`Project.customFields`, `Issue.fieldValues`) multiplies by
 //!     [`NOMINAL_LIST_SIZE`];
+//!   - a connection with a `filter` that is not null costs [`FILTERED_LIST_COST`] more itself
+//!     (per execution, like its base cost): its page reads on past the rows it returns;
 //!   - fields the [`TypeMap`] does not know cost 1 and multiply by 1: validation refuses them
 //!     later, and refusing them here would duplicate its work with worse messages;
 //! - the query costs at least its number of fields (expanded, `__typename` included): the
@@ -78,7 +80,7 @@ mod walk;
 pub use inputs::{check_operation, check_variables, Checked, InputRefusal};
 pub use tokens::count_tokens;
 pub use types::{FieldInfo, InputInfo, InputKind, TypeMap};
-pub use walk::PAGE_SIZE_ARGUMENTS;
+pub use walk::{FILTERED_LIST_COST, FILTER_ARGUMENT, PAGE_SIZE_ARGUMENTS};
 
 /// The multiplier of a list field that is neither a connection, nor a connection's page, nor
 /// an `ids` lookup: `Project.customFields` and `Issue.fieldValues`. Their length is bounded by

@@ -575,7 +575,7 @@ mod inputs {
 
     use super::super::inputs::{check_value, Subject};
     use super::super::TypeMap;
-    use crate::graphql::args::IssueOrder;
+    use crate::graphql::args::{IssueColumn, IssueFilter, IssueOrder};
     use crate::graphql::mutation::*;
     use async_graphql::parser::types::Type;
     use async_graphql::Name;
@@ -604,6 +604,14 @@ mod inputs {
         "field",
         "customFieldId",
         "direction",
+        "empty",
+        "and",
+        "or",
+        "not",
+        "column",
+        "eq",
+        "in",
+        "isEmpty",
         "bogus",
     ];
     const TEXTS: &[&str] = &[
@@ -619,6 +627,7 @@ mod inputs {
         "TEXT",
         "INT",
         "DATE",
+        "FIRST",
     ];
 
     fn leaf() -> impl Strategy<Value = ConstValue> {
@@ -652,6 +661,10 @@ mod inputs {
     fn valid(ty: &str) -> ConstValue {
         let json = match ty {
             "IssueOrder" => serde_json::json!({"field": "CUSTOM_FIELD", "customFieldId": "x"}),
+            "IssueColumn" => serde_json::json!({"field": "NUM"}),
+            "IssueFilter" => serde_json::json!({
+                "or": [{"column": {"field": "NAME"}, "in": ["a"]}, {"not": {"and": []}}]
+            }),
             "FieldValueInput" => serde_json::json!({"fieldId": "x", "value": "1"}),
             "CreateIssueInput" => {
                 serde_json::json!({"projectId": "p", "name": "n", "fieldValues": [{"fieldId": "x"}]})
@@ -733,6 +746,8 @@ mod inputs {
 
     agreement!(
         issue_order: IssueOrder,
+        issue_column: IssueColumn,
+        issue_filter: IssueFilter,
         field_value: FieldValueInput,
         create_issue: CreateIssueInput,
         update_issue: UpdateIssueInput,
@@ -753,7 +768,7 @@ mod inputs {
         let sdl = crate::graphql::sdl();
         let declared = sdl.matches("\ninput ").count() + usize::from(sdl.starts_with("input "));
         assert_eq!(
-            declared, 14,
+            declared, 16,
             "a new input type needs its line in `agreement!`"
         );
     }

@@ -23,6 +23,13 @@ const IDS_ARGUMENT: &str = "ids";
 /// The arguments that give a connection's page size: `paging::PageArgs`'s `first` and `last`
 /// (a test holds them to that type's names).
 pub const PAGE_SIZE_ARGUMENTS: [&str; 2] = ["first", "last"];
+/// The argument that filters a connection (`Project.issues(filter:)`; a test holds it to
+/// `graphql::args::IssuesArgs`'s names).
+pub const FILTER_ARGUMENT: &str = "filter";
+/// What a filtered connection adds to its own cost: a filtered page reads on past the rows it
+/// returns (up to the request's read budget) and tests each one, work its page size does not
+/// show.
+pub const FILTERED_LIST_COST: u64 = 500;
 
 /// What a selection set contributes to the expanded query, all counts saturating.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -311,8 +318,8 @@ impl<'a> Analyzer<'a> {
                     // `__typename` costs 1 like any field: a spread bomb of it inside a list is
                     // paid per object, not once (a floor over the expanded field count alone
                     // missed the list multipliers).
-                    let base = 1u64;
                     let parent = frame.ty;
+                    let base = 1u64.saturating_add(self.filter_cost(field));
                     let info = parent.and_then(|parent| types.field(parent, name));
                     let children = &field.selection_set.node;
                     if children.items.is_empty() {
@@ -396,6 +403,15 @@ impl<'a> Analyzer<'a> {
                     .unwrap_or(max),
             ),
             Shape::List(_) | Shape::Text(_) | Shape::Variable(_) | Shape::Other => Some(max),
+        }
+    }
+
+    /// What a field's filter adds to its cost: [`FILTERED_LIST_COST`] when it has a filter
+    /// (as a literal or a variable) that is not null.
+    fn filter_cost(&self, field: &Field) -> u64 {
+        match self.argument(field, FILTER_ARGUMENT) {
+            Shape::Absent | Shape::Null => 0,
+            _ => FILTERED_LIST_COST,
         }
     }
 

@@ -25,8 +25,8 @@ use std::time::Duration;
 
 pub use commit::RetryPolicy;
 use plan::{
-    bump_fields_version, derive, field_unchanged, issue_plan, new_job, project_unchanged, put_new,
-    set,
+    bump_fields_version, count_actions, derive, field_unchanged, issue_plan, new_job, project_op,
+    project_unchanged, put_new, set,
 };
 use validate::{
     apply_cells, check_expected, check_fits, parse_cell_ids, valid_name, valid_position,
@@ -38,7 +38,9 @@ use super::{Repo, RepoError};
 use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::items::{self, attrs, SweepTarget};
 use crate::keys;
-use crate::model::{CustomField, FieldType, Issue, IssueState, Project, ProjectData, Tenant};
+use crate::model::{
+    CustomField, FieldType, Issue, IssueCounts, IssueState, Project, ProjectData, Tenant,
+};
 use crate::store::{
     AttrPath, AttributeValue, Condition, DynStore, Item, Key, StoreError, UpdateAction, WriteOp,
     MAX_TRANSACT_WRITE,
@@ -289,6 +291,7 @@ impl Writes {
                     version: 1,
                     fields_version: 0,
                     deleted: false,
+                    counts: Some(IssueCounts::default()),
                 };
                 let ops = vec![
                     WriteOp::ConditionCheck {
@@ -507,8 +510,15 @@ impl Writes {
             tombstoned.deleted = true;
             tombstoned.version += 1;
             let [definition, _] = items::field_items(&tombstoned);
+            let mut bump = bump_fields_version(&data.project);
+            if let WriteOp::Update { actions, .. } = &mut bump {
+                // The field's counter goes with it.
+                actions.push(UpdateAction::Remove(AttrPath::new([items::filled_attr(
+                    id,
+                )])));
+            }
             let ops = vec![
-                bump_fields_version(&data.project),
+                bump,
                 WriteOp::Put {
                     item: definition,
                     condition: Some(field_unchanged(&field)),
@@ -552,12 +562,14 @@ impl Writes {
                 apply_cells("fieldValues", &mut issue, cells, &data)?;
                 let rows = derive(&issue, &data.fields)?;
                 let num = data.project.next_issue_num;
+                let mut actions = vec![set(
+                    attrs::NEXT_ISSUE_NUM,
+                    items::number(u64::from(num) + 1),
+                )];
+                actions.extend(count_actions(&data, None, Some(&issue)));
                 let mut ops = vec![WriteOp::Update {
                     key: keys::project(project, &data.project.tenant),
-                    actions: vec![set(
-                        attrs::NEXT_ISSUE_NUM,
-                        items::number(u64::from(num) + 1),
-                    )],
+                    actions,
                     condition: Some(Condition::All(vec![
                         Condition::equals(attrs::NEXT_ISSUE_NUM, items::number(u64::from(num))),
                         project_unchanged(&data.project),
@@ -656,10 +668,11 @@ impl Writes {
                         items::number(issue.version),
                     )),
                 },
-                WriteOp::ConditionCheck {
-                    key: keys::project(&issue.project, &data.project.tenant),
-                    condition: Condition::AttributeMissing(attrs::DELETED.into()),
-                },
+                project_op(
+                    &data.project,
+                    Condition::AttributeMissing(attrs::DELETED.into()),
+                    count_actions(&data, Some(&issue), None),
+                ),
             ];
             let mut sweep = None;
             if rows.len() > room {

@@ -6,7 +6,7 @@ use super::validate::check_fits;
 use super::{invalid, Plan, WriteError};
 use crate::items::{self, attrs, RowChanges, SweepJob, SweepTarget};
 use crate::keys;
-use crate::model::{CustomField, FieldValue, Issue, Project, ProjectData};
+use crate::model::{CustomField, FieldValue, Issue, IssueCounts, Project, ProjectData};
 use crate::repo::now_millis;
 use crate::repo::RepoError;
 use crate::store::{AttrPath, AttributeValue, Condition, Item, UpdateAction, WriteOp};
@@ -58,10 +58,11 @@ pub(super) fn issue_plan(
     let RowChanges { puts, deletes } = items::diff_rows(rows, &new_rows);
     let source = keys::issue(&new.id, &new.project);
     let mut ops = Vec::with_capacity(puts.len() + deletes.len() + 2);
-    ops.push(WriteOp::ConditionCheck {
-        key: keys::project(&data.project.id, &data.project.tenant),
-        condition: project_unchanged(&data.project),
-    });
+    ops.push(project_op(
+        &data.project,
+        project_unchanged(&data.project),
+        count_actions(&data, Some(old), Some(&new)),
+    ));
     for item in puts {
         if items::item_key(&item).as_ref() == Some(&source) {
             let condition = Condition::equals(attrs::VERSION, items::number(old_version));
@@ -101,6 +102,57 @@ pub(super) fn derive(issue: &Issue, fields: &[CustomField]) -> Result<Vec<Item>,
             reason: e.to_string(),
         }))
     })
+}
+
+/// The project item's counter changes (see `model::IssueCounts`) for an issue going from `old`
+/// (`None`: created) to `new` (`None`: deleted). Cells of fields that are not the project's
+/// live ones are not counted.
+pub(super) fn count_actions(
+    data: &ProjectData,
+    old: Option<&Issue>,
+    new: Option<&Issue>,
+) -> Vec<UpdateAction> {
+    let mut delta = IssueCounts::default();
+    if let Some(old) = old {
+        delta.add(old, -1);
+    }
+    if let Some(new) = new {
+        delta.add(new, 1);
+    }
+    let add = |name: &str, n: i64| UpdateAction::Add(AttrPath::new([name]), n);
+    let mut actions = Vec::new();
+    if delta.issues != 0 {
+        actions.push(add(attrs::ISSUE_COUNT, delta.issues));
+    }
+    if delta.open != 0 {
+        actions.push(add(attrs::OPEN_COUNT, delta.open));
+    }
+    for (field, n) in &delta.filled {
+        if *n != 0 && data.field(field).is_some() {
+            actions.push(add(&items::filled_attr(field), *n));
+        }
+    }
+    actions
+}
+
+/// The project item's part in a write of one of its issues: a check of `condition`, or, when
+/// the write changes the issue counters, their update under the same condition. The item is in
+/// every issue write already, so keeping the counters adds no item to the transaction.
+pub(super) fn project_op(
+    project: &Project,
+    condition: Condition,
+    counts: Vec<UpdateAction>,
+) -> WriteOp {
+    let key = keys::project(&project.id, &project.tenant);
+    if counts.is_empty() {
+        WriteOp::ConditionCheck { key, condition }
+    } else {
+        WriteOp::Update {
+            key,
+            actions: counts,
+            condition: Some(condition),
+        }
+    }
 }
 
 pub(super) fn set(name: &str, value: AttributeValue) -> UpdateAction {

@@ -146,10 +146,9 @@ pub(super) fn update_expression(
 ) -> Result<String, StoreError> {
     let mut sets = Vec::new();
     let mut removes = Vec::new();
+    let mut adds = Vec::new();
     for action in actions {
-        let path = match action {
-            UpdateAction::Set(path, _) | UpdateAction::Remove(path) => path,
-        };
+        let path = action.path();
         if path.0.is_empty() {
             return Err(StoreError::Invalid(
                 "update of an empty attribute path".into(),
@@ -166,6 +165,10 @@ pub(super) fn update_expression(
                 sets.push(format!("{path} = {}", fresh_value(expr, value)))
             }
             UpdateAction::Remove(_) => removes.push(path),
+            UpdateAction::Add(_, delta) => adds.push(format!(
+                "{path} {}",
+                fresh_value(expr, &AttributeValue::N(delta.to_string()))
+            )),
         }
     }
     let mut text = Vec::new();
@@ -174,6 +177,9 @@ pub(super) fn update_expression(
     }
     if !removes.is_empty() {
         text.push(format!("REMOVE {}", removes.join(", ")));
+    }
+    if !adds.is_empty() {
+        text.push(format!("ADD {}", adds.join(", ")));
     }
     if text.is_empty() {
         return Err(StoreError::Invalid(

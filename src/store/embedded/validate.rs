@@ -180,9 +180,12 @@ fn validate_actions(actions: &[UpdateAction]) -> Result<(), StoreError> {
         ));
     }
     for action in actions {
-        let path = match action {
-            UpdateAction::Set(path, _) | UpdateAction::Remove(path) => path,
-        };
+        let path = action.path();
+        if matches!(action, UpdateAction::Add(..)) && path.0.len() != 1 {
+            return Err(StoreError::Invalid(
+                "ADD applies to top-level attributes only".into(),
+            ));
+        }
         match path.0.first().map(String::as_str) {
             None => {
                 return Err(StoreError::Invalid(

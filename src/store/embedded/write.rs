@@ -94,9 +94,29 @@ fn apply_update(
         item
     });
     for action in actions {
+        let added;
         let (path, value) = match action {
             UpdateAction::Set(path, value) => (path, Some(value)),
             UpdateAction::Remove(path) => (path, None),
+            UpdateAction::Add(path, delta) => {
+                // DynamoDB's ADD: a missing number starts at 0; any other type is refused.
+                let name = path.0.first().map(String::as_str).unwrap_or_default();
+                let current = match item.get(name) {
+                    None => 0,
+                    Some(AttributeValue::N(n)) => n.parse::<i64>().map_err(|_| {
+                        StoreError::Invalid(format!(
+                            "ADD to {name} on item {key}: {n} is not a whole number"
+                        ))
+                    })?,
+                    Some(_) => {
+                        return Err(StoreError::Invalid(format!(
+                            "an operand in the update expression has an incorrect data type: ADD to {name} on item {key}"
+                        )))
+                    }
+                };
+                added = AttributeValue::N(current.saturating_add(*delta).to_string());
+                (path, Some(&added))
+            }
         };
         let invalid = || {
             StoreError::Invalid(format!(
