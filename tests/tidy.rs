@@ -328,6 +328,33 @@ fn no_ignored_tests_or_sleeps_in_tests() {
 }
 
 #[test]
+fn tests_with_a_store_live_in_a_few_binaries() {
+    // Every file directly under tests/ is a binary of its own, which links gridgate and starts
+    // its own DynamoDB Local: tests that need the DynamoDB store are modules of `tests/api/`
+    // (through HTTP, `Gateway` or the command) or `tests/store/` (below the API).
+    for entry in fs::read_dir(root().join("tests")).expect("read tests/") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() || path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let rel = relative(&path);
+        // The outage test starts only its own DynamoDB Local, and its timings need the
+        // machine to itself (see its header).
+        if rel == "tests/tidy.rs" || rel == "tests/outage.rs" {
+            continue;
+        }
+        let text = fs::read_to_string(&path).unwrap();
+        for needle in ["dynamodb_local::", "Backend::Dynamodb", "both_stores!"] {
+            assert!(
+                !text.contains(needle),
+                "{rel} uses DynamoDB Local ({needle}): make it a module of tests/api/ or \
+                 tests/store/"
+            );
+        }
+    }
+}
+
+#[test]
 fn architecture_code_map_names_every_module() {
     let map = fs::read_to_string(root().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
     for (path, _) in src_files() {

@@ -19,6 +19,10 @@ pub(super) const NOT_A_REQUEST: &str = "the body is not a GraphQL request: send 
      string)";
 
 /// Reads the body within the size limit and the body-read timeout.
+// Why not tower-http's `RequestBodyLimitLayer` and `RequestBodyTimeoutLayer`: the first answers
+// a declared oversize body with a plain-text 413 before the caller is authenticated, not a coded
+// GraphQL error; the second bounds the wait for each frame, not for the whole body, so a client
+// trickling a byte at a time would never run out of time.
 pub(super) async fn read_body(
     limits: &HttpLimits,
     headers: &HeaderMap,

@@ -14,12 +14,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{RawQuery, Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Version};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Version};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
+use tower::util::MapRequestLayer;
+use tower::ServiceBuilder;
 use tower_http::cors::{Any, CorsLayer};
+use tower_http::request_id::{MakeRequestId, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
 
 use crate::auth::{Access, Authenticator};
 use crate::graphql::analysis::select_operation;
@@ -132,9 +136,15 @@ impl Http {
 
 pub type AppState = Arc<Http>;
 
-/// A request's id: the client's `x-request-id` when it is sane, else a new ULID.
-#[derive(Clone, Debug)]
-pub struct RequestId(pub Arc<str>);
+/// A request's id, as [`SetRequestIdLayer`] leaves it in the request's extensions: the
+/// client's `x-request-id` when it is sane (see [`drop_insane_request_id`]), else a new ULID.
+pub use tower_http::request_id::RequestId;
+
+/// The text of a request id, for response bodies. Every id is visible ASCII (minted, or kept
+/// by [`drop_insane_request_id`] only when it is), so the fallback is never seen.
+pub(crate) fn request_id_text(id: &RequestId) -> &str {
+    id.header_value().to_str().unwrap_or("unknown")
+}
 
 /// The application's routes.
 pub fn router(state: AppState) -> Router {
@@ -150,13 +160,35 @@ pub fn router(state: AppState) -> Router {
         .route("/readyz", get(readyz).fallback(get_only))
         .route("/metrics", get(metrics::scrape).fallback(get_only))
         .fallback(not_found)
-        .layer(middleware::from_fn_with_state(state.clone(), bound_head))
-        .layer(cors())
-        .layer(middleware::from_fn_with_state(
-            state.clone(),
-            metrics::observe,
-        ))
-        .layer(middleware::from_fn(request_id))
+        .layer(
+            // From the outside in: every request gets its id, the response returns it, and the
+            // rest runs in the request's span.
+            ServiceBuilder::new()
+                .layer(MapRequestLayer::new(drop_insane_request_id))
+                .layer(SetRequestIdLayer::new(
+                    HeaderName::from_static(REQUEST_ID),
+                    MintUlid,
+                ))
+                .layer(PropagateRequestIdLayer::new(HeaderName::from_static(
+                    REQUEST_ID,
+                )))
+                .layer(
+                    TraceLayer::new_for_http()
+                        .make_span_with(request_span)
+                        .on_request(())
+                        .on_response(request_finished)
+                        // A refusal is an answer, not a failure of the server: 5xx answers
+                        // carry their code in the span and the metrics, as before.
+                        .on_failure(())
+                        .on_eos(()),
+                )
+                .layer(middleware::from_fn_with_state(
+                    state.clone(),
+                    metrics::observe,
+                ))
+                .layer(cors())
+                .layer(middleware::from_fn_with_state(state.clone(), bound_head)),
+        )
         .with_state(state)
 }
 
@@ -178,21 +210,41 @@ fn cors() -> CorsLayer {
 // ---------------------------------------------------------------------------------------------
 // Middleware.
 
-/// Gives every request an id (the client's, when printable and at most 128 bytes), runs it in
-/// a span carrying the id, and returns the id in the response header. The span is the
-/// request's trace: the GraphQL layer records the operation's type and name and the
-/// request's cost on it, this middleware the outcome code, and every store call of the
-/// request is a `dynamodb` span below it.
-async fn request_id(mut request: Request, next: Next) -> Response {
-    let id: Arc<str> = request
-        .headers()
-        .get(REQUEST_ID)
-        .and_then(|v| v.to_str().ok())
-        .filter(|v| !v.is_empty() && v.len() <= 128 && v.bytes().all(|b| b.is_ascii_graphic()))
-        .map(Arc::from)
-        .unwrap_or_else(|| Arc::from(ulid::Ulid::new().to_string().to_ascii_lowercase()));
-    request.extensions_mut().insert(RequestId(id.clone()));
-    let span = tracing::info_span!(
+/// Removes a client's `x-request-id` that is empty, longer than 128 bytes or not visible
+/// ASCII, so [`SetRequestIdLayer`] mints one instead.
+// Why: `SetRequestIdLayer` keeps whatever id the client sent, and an id with spaces or
+// control bytes could forge log lines, a long one bloat every line.
+fn drop_insane_request_id(mut request: Request) -> Request {
+    let sane = request.headers().get(REQUEST_ID).map(|v| {
+        let bytes = v.as_bytes();
+        !bytes.is_empty() && bytes.len() <= 128 && bytes.iter().all(u8::is_ascii_graphic)
+    });
+    if sane == Some(false) {
+        request.headers_mut().remove(REQUEST_ID);
+    }
+    request
+}
+
+/// Mints request ids: a lower-case ULID (sortable by time, 26 characters).
+#[derive(Clone, Copy)]
+struct MintUlid;
+
+impl MakeRequestId for MintUlid {
+    fn make_request_id<B>(&mut self, _: &axum::http::Request<B>) -> Option<RequestId> {
+        let id = ulid::Ulid::new().to_string().to_ascii_lowercase();
+        HeaderValue::from_str(&id).ok().map(RequestId::new)
+    }
+}
+
+/// The request's span, its trace: it carries the request's id; the GraphQL layer records the
+/// operation's type and name and the request's cost on it, [`request_finished`] the outcome
+/// code, and every store call of the request is a `dynamodb` span below it.
+fn request_span<B>(request: &axum::http::Request<B>) -> tracing::Span {
+    let id = request
+        .extensions()
+        .get::<RequestId>()
+        .map_or("unknown", request_id_text);
+    tracing::info_span!(
         "request",
         request_id = %id,
         method = %request.method(),
@@ -203,26 +255,20 @@ async fn request_id(mut request: Request, next: Next) -> Response {
         dynamodb_calls = tracing::field::Empty,
         read_units = tracing::field::Empty,
         write_units = tracing::field::Empty,
-    );
-    let started = std::time::Instant::now();
-    let mut response = {
-        use tracing::Instrument;
-        next.run(request).instrument(span.clone()).await
-    };
+    )
+}
+
+/// Records the answer's outcome code on the request's span and logs the request's end.
+fn request_finished<B>(response: &Response<B>, latency: Duration, span: &tracing::Span) {
     if let Some(outcome) = response.extensions().get::<metrics::Outcome>() {
         span.record("code", outcome.code);
     }
-    span.in_scope(|| {
-        tracing::info!(
-            status = response.status().as_u16(),
-            elapsed_ms = started.elapsed().as_millis() as u64,
-            "request finished"
-        );
-    });
-    if let Ok(value) = HeaderValue::from_str(&id) {
-        response.headers_mut().insert(REQUEST_ID, value);
-    }
-    response
+    tracing::info!(
+        parent: span,
+        status = response.status().as_u16(),
+        elapsed_ms = latency.as_millis() as u64,
+        "request finished"
+    );
 }
 
 /// Refuses requests whose target or headers are too large (414, 431) before anything reads
@@ -271,7 +317,7 @@ fn request_id_of(request: &Request) -> RequestId {
         .extensions()
         .get::<RequestId>()
         .cloned()
-        .unwrap_or_else(|| RequestId(Arc::from("unknown")))
+        .unwrap_or_else(|| RequestId::new(HeaderValue::from_static("unknown")))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -500,6 +546,8 @@ fn check_query_length(state: &Http, call: &Call, query: &str) -> Option<Response
 /// Runs one GraphQL request within the request timeout; a request that runs out of time is
 /// cancelled (its store calls are dropped) and answered `TIMEOUT`, with the mutations it had
 /// committed by then (`extensions.applied`).
+// Why not tower-http's `TimeoutLayer`: it answers an empty 408 and drops the request's
+// `AppliedLog` with the future, where a client needs a coded 504 listing what was committed.
 async fn run(state: &Http, call: Call, request: async_graphql::Request) -> Response {
     if let Some(refusal) = check_query_length(state, &call, &request.query) {
         return refusal;
@@ -725,6 +773,8 @@ const READY_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Readiness: 200 when the store answers, else 503, so a load balancer sends traffic
 /// elsewhere during an outage and back once the store recovers (no restart needed).
+// Why not tower-http's `TimeoutLayer`: a probe that times out must say "not ready" (503 with
+// a JSON body), where the layer answers an empty 408.
 async fn readyz(State(state): State<AppState>) -> Response {
     let ping = tokio::time::timeout(READY_TIMEOUT, state.gateway.store().ping()).await;
     match ping {

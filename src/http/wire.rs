@@ -6,7 +6,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use super::metrics::{Outcome, OK};
-use super::{RequestId, APPLICATION_JSON, GRAPHQL_RESPONSE_JSON};
+use super::{request_id_text, RequestId, APPLICATION_JSON, GRAPHQL_RESPONSE_JSON};
 use crate::graphql::error::ErrorCode;
 use crate::telemetry::OperationKind;
 
@@ -35,7 +35,7 @@ pub(super) fn refuse_with(
     let mut body = serde_json::json!({
         "errors": [{
             "message": message,
-            "extensions": { "code": code.as_str(), "requestId": &*id.0 }
+            "extensions": { "code": code.as_str(), "requestId": request_id_text(id) }
         }]
     });
     if let Some(extensions) = extensions {
@@ -184,7 +184,7 @@ pub(super) fn graphql_response(
 ) -> Response {
     for error in &mut response.errors {
         let mut extensions = error.extensions.take().unwrap_or_default();
-        extensions.set("requestId", &*id.0);
+        extensions.set("requestId", request_id_text(id));
         error.extensions = Some(extensions);
     }
     let request_error = is_request_error(&response);

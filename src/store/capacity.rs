@@ -131,7 +131,7 @@ pub fn value_size(value: &AttributeValue) -> usize {
 /// DynamoDB stores a number as base-100 digit pairs aligned on the decimal point (leading and
 /// trailing zero pairs dropped), plus one byte, plus one more for a negative number: `1.5` is
 /// `01|.50`, 3 bytes; `-100.001` is `01|00|.00|10`, 6 bytes. (Calibrated against DynamoDB Local's
-/// reported capacity; see `tests/store_conformance.rs`.) A string that is not a number — which
+/// reported capacity; see `tests/store/conformance.rs`.) A string that is not a number — which
 /// a store would have rejected — is counted by its length.
 fn number_size(n: &str) -> usize {
     plain_number_size(n).unwrap_or_else(|| exact_number_size(n))

@@ -1,6 +1,6 @@
 // Loads gridgate's browser pages (GraphiQL and GraphQL Playground) in Debian's headless
 // Chromium, driven by playwright-core, with every non-loopback request blocked, and runs one
-// query in each page's editor. Used by tests/api_pages.rs, which judges what this reports.
+// query in each page's editor. Used by tests/api/pages.rs, which judges what this reports.
 //
 //   node browser_pages.mjs <spec.json>
 //

@@ -4,7 +4,7 @@
 //
 //   node graphql_http_audit.mjs <graphql url> <directory graphql-http is installed under>
 //
-// The second argument is the `--prefix` of `npm install graphql-http` (tests/api_http.rs keeps
+// The second argument is the `--prefix` of `npm install graphql-http` (tests/api/http.rs keeps
 // it in a cache directory), so the package is resolved from there rather than from this file's
 // location. The script always exits 0 once the audits have run: judging them is the test's job.
 

@@ -8,15 +8,13 @@
 //! (`$GRIDGATE_GRAPHQL_HTTP_HOME`, else `<target dir>/graphql-http`); without them the test
 //! fails, it never skips.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
+use crate::support::app::{Backend, TestApp};
+use crate::support::npm::Packages;
 use serde_json::{json, Value};
-use support::app::{Backend, TestApp};
-use support::npm::Packages;
 
 /// The audited version of `graphql-http`, and of its peer dependency `graphql`.
 const GRAPHQL_HTTP_VERSION: &str = "1.23.1";

@@ -5,11 +5,9 @@
 //! plan never takes a selection set with a repeated response key. The bodies must be equal,
 //! byte for byte.
 
-mod support;
-
+use crate::support::app::{Backend, TestApp};
 use gridgate::seed::{self, Synthetic};
 use serde_json::{json, Value};
-use support::app::{Backend, TestApp};
 
 /// The queries mark the selection sets of rows, cells and fields with `%`: selecting
 /// `__typename` there once, the query is what a client sends; twice, it means the same but

@@ -4,14 +4,13 @@
 //! page against its `extensions.cost`, requests by operation type and outcome code (HTTP
 //! refusals included), the in-flight gauge while a request is held inside the store, our own
 //! retries of unprocessed keys; and the exposition parsed strictly as Prometheus text. The
-//! tracing spans are checked in `api_traces.rs`.
-
-mod support;
+//! tracing spans are checked in `traces.rs`.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use crate::support::app::{Backend, TestApp, TestStore};
 use async_trait::async_trait;
 use gridgate::app::Settings;
 use gridgate::auth::{AuthArgs, AuthMode, Authenticator};
@@ -21,7 +20,6 @@ use gridgate::store::{
     StoreError, WriteOp, WriteOutput,
 };
 use serde_json::json;
-use support::app::{Backend, TestApp, TestStore};
 use tokio::sync::Notify;
 
 const BRIDGE: &str = "project-35e9";
@@ -699,7 +697,7 @@ async fn metrics_can_be_turned_off(backend: Backend) {
     assert_eq!(data["__typename"], "Query");
 }
 
-both_stores!(
+crate::both_stores!(
     a_grid_page_is_counted_exactly,
     refusals_are_counted_by_code,
     requests_in_flight_are_gauged,

@@ -2,19 +2,17 @@
 //! type, paged forward and backward with several page sizes, compared with an independent
 //! in-memory oracle; the read cap for empty cells; and the DynamoDB call budgets of a grid page.
 
-mod support;
-
 use std::cmp::Ordering;
 use std::str::FromStr;
 
+use crate::support::app::{Backend, TestApp};
+use crate::support::waves;
 use bigdecimal::BigDecimal;
 use gridgate::paging::Limits;
 use gridgate::seed::{self, Synthetic};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
-use support::app::{Backend, TestApp};
-use support::waves;
 
 /// One issue as the oracle sees it.
 #[derive(Clone, Debug)]

@@ -7,13 +7,12 @@
 //! Nothing here sleeps to synchronise or asserts a duration: a parked request is observed
 //! through the store wrapper's counters, and timeouts only guard against hangs.
 
-mod support;
-
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::app::{Backend, TestApp, TestStore};
 use async_trait::async_trait;
 use gridgate::app::Settings;
 use gridgate::auth::{mint_hs256, AuthArgs, AuthMode, Authenticator};
@@ -25,7 +24,6 @@ use gridgate::store::{
     StoreError, WriteOp, WriteOutput,
 };
 use serde_json::{json, Value};
-use support::app::{Backend, TestApp, TestStore};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::watch;
 
@@ -815,7 +813,11 @@ async fn slow_requests_time_out(backend: Backend) {
 async fn answers_say_what_was_applied_whatever_ends_the_request(backend: Backend) {
     let settings = Settings {
         http: HttpLimits {
-            request_timeout: Duration::from_millis(200),
+            // Long enough for the transaction to commit before the request runs out of time:
+            // DynamoDB Local runs transactions one at a time, and the other tests of this
+            // binary share it, so 200 ms was sometimes spent queueing. The read back parks at
+            // the gate until the timeout either way.
+            request_timeout: Duration::from_secs(2),
             ..HttpLimits::default()
         },
         ..Settings::default()

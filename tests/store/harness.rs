@@ -1,12 +1,10 @@
 //! Checks the shared DynamoDB Local test harness itself.
 
-mod support;
-
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-use support::dynamodb_local;
+use crate::support::dynamodb_local;
 
 #[test]
 fn endpoint_is_shared_and_answers_list_tables() {

@@ -7,6 +7,11 @@
 //! Phases are ordered by counters (a `watch` channel of outcome counts), never by sleeping:
 //! the outage starts after enough successes, ends after enough failures during it, and the
 //! load stops after enough successes after it.
+//!
+//! A binary of its own, not a module of `tests/api/`: its store client's timeouts are half a
+//! second so that an outage is felt at once, and on a 2-core machine the other API tests
+//! running beside it slowed DynamoDB Local past them while it was up. It starts no shared
+//! DynamoDB Local, only its own.
 
 mod support;
 
@@ -16,12 +21,12 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::support::app::{Backend, TestApp, TestStore};
+use crate::support::dynamodb_local::PrivateDynamoDbLocal;
 use gridgate::config::StoreConfig;
 use gridgate::paging::Limits;
 use gridgate::repo::verify;
 use serde_json::{json, Value};
-use support::app::{Backend, TestApp, TestStore};
-use support::dynamodb_local::PrivateDynamoDbLocal;
 use tokio::sync::watch;
 
 /// The store's client settings for this test: small, so an outage is felt quickly.

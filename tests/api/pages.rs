@@ -11,17 +11,15 @@
 //! directory (`$GRIDGATE_PLAYWRIGHT_HOME`, else `<target dir>/playwright`). Without any of
 //! them the test fails and says what is missing; it never skips.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::Instant;
 
+use crate::support::app::{Backend, TestApp};
+use crate::support::npm::Packages;
 use gridgate::app::Settings;
 use serde_json::{json, Value};
-use support::app::{Backend, TestApp};
-use support::npm::Packages;
 
 /// The driver of the browser; it downloads no browser of its own (Debian's is used).
 const PLAYWRIGHT_CORE_VERSION: &str = "1.65.1";

@@ -3,11 +3,10 @@
 //! become `INTERNAL_SERVER_ERROR`, and an unreachable DynamoDB fails readiness checks
 //! (`/readyz`) while liveness (`/healthz`) holds.
 
-mod support;
-
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use crate::support::app::{Backend, TestApp, TestStore};
 use async_trait::async_trait;
 use gridgate::paging::Limits;
 use gridgate::store::{
@@ -15,7 +14,6 @@ use gridgate::store::{
     Store, StoreError, WriteOp, WriteOutput,
 };
 use serde_json::json;
-use support::app::{Backend, TestApp, TestStore};
 
 /// Forwards to a real store, but can fail every call or leave part of a batch unprocessed.
 struct FaultyStore {

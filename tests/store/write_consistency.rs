@@ -3,13 +3,12 @@
 //! and then reindexed, and random sequences of mutations compared with an independent model.
 //! After each, `verify` must find no drift.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::app::{Backend, TestApp, TestStore};
 use gridgate::graphql::{Gateway, GatewayOptions};
 use gridgate::ids::{FieldId, IssueId, ProjectId, TenantId};
 use gridgate::items;
@@ -22,7 +21,6 @@ use gridgate::repo::Repo;
 use gridgate::store::{DynStore, Item};
 use proptest::prelude::*;
 use serde_json::{json, Value};
-use support::app::{Backend, TestApp, TestStore};
 
 fn writes(store: &DynStore) -> Writes {
     Writes::new(Repo::new(store.clone(), Limits::default()), None)
@@ -423,7 +421,7 @@ async fn source_rows_from_another_tool_are_queryable_after_reindex(backend: Back
     assert_clean(&app.store).await;
 }
 
-both_stores!(
+crate::both_stores!(
     concurrent_writers_keep_numbers_unique_and_rows_consistent,
     the_sweeper_takes_over_jobs_of_instances_that_died,
     a_sweep_stopped_half_way_is_finished_by_another_instance,

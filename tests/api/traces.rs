@@ -5,14 +5,16 @@
 //!
 //! One subscriber captures the spans of the whole test process, installed by every test before
 //! it does anything else: a per-test (thread-local) subscriber would race with other tests
-//! registering the same callsites, which tracing caches process-wide. Each test finds its own
-//! spans by its request's id.
-
-mod support;
+//! registering the same callsites, which tracing caches process-wide. It keeps only the spans
+//! of requests whose id starts with [`TRACED`] (and the spans below them), so the other API
+//! tests, which share this process, add nothing to it. Each test sends such an id and finds
+//! its own spans by it.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use crate::support::app::{Backend, TestApp, TestStore};
 use async_trait::async_trait;
 use gridgate::paging::Limits;
 use gridgate::store::{
@@ -20,9 +22,17 @@ use gridgate::store::{
     StoreError, WriteOp, WriteOutput,
 };
 use serde_json::{json, Value};
-use support::app::{Backend, TestApp, TestStore};
 
 const BRIDGE: &str = "project-35e9";
+
+/// The prefix of the request ids whose spans are captured.
+const TRACED: &str = "traced-";
+
+/// A request id the capture keeps, unique in the process.
+fn traced_id() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!("{TRACED}{}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
 
 const GRID: &str = r#"
 query Grid($p: ID!, $first: Int, $order: IssueOrder) {
@@ -62,6 +72,12 @@ impl tracing::field::Visit for Fields<'_> {
 }
 
 impl Capture {
+    /// Whether the open span with this id is kept.
+    fn keeps(&self, id: &tracing::span::Id) -> bool {
+        let spans = self.0.lock().unwrap();
+        spans.iter().any(|s| s.id == id.into_u64() && !s.closed)
+    }
+
     /// The open span with this id (ids are reused once a span closes: it is the latest).
     fn with_open(&self, id: &tracing::span::Id, f: impl FnOnce(&mut SpanRecord)) {
         let mut spans = self.0.lock().unwrap();
@@ -87,10 +103,20 @@ where
     ) {
         let mut fields = BTreeMap::new();
         attrs.record(&mut Fields(&mut fields));
-        let parent = ctx
-            .span(id)
-            .and_then(|span| span.parent())
-            .map(|parent| parent.id().into_u64());
+        let parent = ctx.span(id).and_then(|span| span.parent());
+        let kept = if attrs.metadata().name() == "request" {
+            fields
+                .get("request_id")
+                .is_some_and(|id| id.starts_with(TRACED))
+        } else {
+            parent
+                .as_ref()
+                .is_some_and(|parent| self.keeps(&parent.id()))
+        };
+        if !kept {
+            return;
+        }
+        let parent = parent.map(|parent| parent.id().into_u64());
         self.0.lock().unwrap().push(SpanRecord {
             id: id.into_u64(),
             name: attrs.metadata().name(),
@@ -160,6 +186,24 @@ fn spans_of(request_id: &str) -> (SpanRecord, Vec<SpanRecord>) {
     (request.clone(), children)
 }
 
+/// POSTs a GraphQL request under a traced id; returns the id the response carries (the one
+/// sent, which the transport propagates) and the body.
+async fn post_traced(app: &TestApp, body: Value) -> (String, Value) {
+    let response = app
+        .client
+        .post(app.url("/graphql"))
+        .header("x-request-id", traced_id())
+        .json(&body)
+        .send()
+        .await
+        .expect("POST");
+    let request_id = response.headers()["x-request-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    (request_id, response.json().await.unwrap())
+}
+
 fn field(span: &SpanRecord, name: &str) -> String {
     span.fields.get(name).cloned().unwrap_or_default()
 }
@@ -168,22 +212,15 @@ async fn dynamodb_calls_are_spans_of_their_request(backend: Backend) {
     capture();
     let app = TestApp::spawn(backend).await;
     app.seed_demo().await;
-    let response = app
-        .client
-        .post(app.url("/graphql"))
-        .json(&json!({
+    let (request_id, body) = post_traced(
+        &app,
+        json!({
             "query": GRID,
             "operationName": "Grid",
             "variables": {"p": BRIDGE, "first": 100, "order": {"field": "NUM"}},
-        }))
-        .send()
-        .await
-        .expect("POST");
-    let request_id = response.headers()["x-request-id"]
-        .to_str()
-        .unwrap()
-        .to_string();
-    let body: Value = response.json().await.unwrap();
+        }),
+    )
+    .await;
     let cost = body["extensions"]["cost"].clone();
     assert_eq!(cost["dynamodbCalls"], json!(2), "{body:#}");
     let rcu = cost["readCapacityUnits"].as_f64().unwrap();
@@ -278,18 +315,11 @@ async fn a_failed_call_names_its_error(backend: Backend) {
     gridgate::seed::demo(&test_store.store).await.expect("seed");
     let failing: DynStore = Arc::new(QueriesFail(test_store.store.clone()));
     let app = TestApp::serve_store(failing, test_store, Limits::default()).await;
-    let response = app
-        .client
-        .post(app.url("/graphql"))
-        .json(&json!({"query": GRID, "variables": {"p": BRIDGE, "first": 10}}))
-        .send()
-        .await
-        .expect("POST");
-    let request_id = response.headers()["x-request-id"]
-        .to_str()
-        .unwrap()
-        .to_string();
-    let body: Value = response.json().await.unwrap();
+    let (request_id, body) = post_traced(
+        &app,
+        json!({"query": GRID, "variables": {"p": BRIDGE, "first": 10}}),
+    )
+    .await;
     assert_eq!(
         body["errors"][0]["extensions"]["code"], "STORE_UNAVAILABLE",
         "{body:#}"
@@ -314,7 +344,7 @@ async fn a_failed_call_names_its_error(backend: Backend) {
     );
 }
 
-both_stores!(
+crate::both_stores!(
     dynamodb_calls_are_spans_of_their_request,
     a_failed_call_names_its_error,
 );

@@ -6,15 +6,13 @@
 //! response, byte for byte once ids and request ids are normalised, including
 //! `extensions.cost`.
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::app::{Backend, TestApp};
 use base64::Engine;
 use gridgate::app::Settings;
 use gridgate::auth::{mint_hs256, AuthArgs, AuthMode, Authenticator, Claims};
 use serde_json::{json, Value};
-use support::app::{Backend, TestApp};
 
 const SECRET: &str = "test-secret-test-secret-test-secret!";
 const ACME: &str = "tenant-0807";
@@ -565,7 +563,7 @@ async fn mutations_need_read_and_write(backend: Backend) {
     assert_eq!(status, 401, "{body}");
 }
 
-both_stores!(
+crate::both_stores!(
     authorization_matrix,
     cursors_do_not_cross_tenants,
     client_mutation_ids_are_per_caller,

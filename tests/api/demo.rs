@@ -1,10 +1,8 @@
 //! API tests over HTTP on the demo data, against both stores: every ordering, paging forward
 //! and backward one row at a time, lookups, bad input, and the HTTP endpoints.
 
-mod support;
-
+use crate::support::app::{Backend, TestApp};
 use serde_json::{json, Value};
-use support::app::{Backend, TestApp};
 
 const BRIDGE: &str = "project-35e9";
 const START: &str = "xattrib-3812";

@@ -2,14 +2,12 @@
 //! `seed --synthetic` (one JSON line per project), `serve` on port 0, `verify`, `reindex`,
 //! `schema` and `token`; the auth start-up rules and SIGTERM.
 
-mod support;
-
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
+use crate::support::app::Backend;
+use crate::support::dynamodb_local;
 use serde_json::Value;
-use support::app::Backend;
-use support::dynamodb_local;
 
 /// A command line and environment for one isolated store.
 struct Cli {

@@ -2,11 +2,9 @@
 //! errors and conflicts, idempotent retries, deletions swept in the background, exact write
 //! costs, and `verify` clean after all of it.
 
-mod support;
-
+use crate::support::app::{Backend, TestApp};
 use gridgate::repo::verify;
 use serde_json::{json, Value};
-use support::app::{Backend, TestApp};
 
 const CREATE_TENANT: &str = r#"
 mutation($name: String!, $cmid: String) {
@@ -1240,7 +1238,7 @@ async fn wrong_inputs_in_depth_are_refused_before_anything_runs(backend: Backend
     );
 }
 
-both_stores!(
+crate::both_stores!(
     wrong_inputs_in_depth_are_refused_before_anything_runs,
     wrong_typed_input_is_refused_before_anything_runs,
     no_mutation_runs_before_a_refused_input,

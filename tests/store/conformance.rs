@@ -2,17 +2,15 @@
 //! the latter on DynamoDB Local) and pins down the semantics the single-table logic relies on,
 //! with exact item lists, orders, continuation keys and consumed capacity.
 
-mod support;
-
 use std::collections::HashMap;
 
+use crate::support::app::{Backend, TestStore};
 use gridgate::store::capacity::item_size;
 use gridgate::store::table::{GSI1SK, PK, SK, TYPE};
 use gridgate::store::{
     AttrPath, AttributeValue, Condition, DynStore, Filter, Index, Item, Key, Query, QueryOutput,
     SortCondition, StartKey, StoreError, UpdateAction, WriteOp, MAX_BATCH_GET,
 };
-use support::app::{Backend, TestStore};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers.
@@ -2043,10 +2041,10 @@ async fn dynamodb_reads_lift_items_out_of_the_response() {
     let dynamo = DynamoStore::connect_with(
         DynamoConfig {
             table: TestStore::unique_table("gridgate-lift"),
-            endpoint: Some(support::dynamodb_local::endpoint().to_string()),
+            endpoint: Some(crate::support::dynamodb_local::endpoint().to_string()),
             local_credentials: true,
         },
-        support::app::shared_local_settings(),
+        crate::support::app::shared_local_settings(),
     )
     .await
     .unwrap();
