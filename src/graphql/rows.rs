@@ -22,7 +22,7 @@
 //! interface, an argument, a field that loads something other than the row's project, two
 //! selections under one response key) makes the compile return `None`, and the row goes to
 //! the general executor, with the same result. The values come from the same data and conversions as the derived
-//! resolvers in `types.rs`, so both paths answer alike, byte for byte (`tests/api_rows.rs`).
+//! resolvers in `types.rs`, so both paths answer alike, byte for byte (`tests/api/rows.rs`).
 
 use std::borrow::Cow;
 use std::collections::HashMap;
