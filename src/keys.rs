@@ -158,6 +158,7 @@ pub fn value_part(value: &FieldValue) -> String {
         FieldValue::Int(i) => sortkey::int(*i),
         FieldValue::Number(d) => sortkey::decimal(d),
         FieldValue::Date(d) => sortkey::date(*d),
+        FieldValue::Checkbox(b) => sortkey::checkbox(*b).to_string(),
     }
 }
 

@@ -130,6 +130,7 @@ pub enum FieldType {
     Int,
     Number,
     Date,
+    Checkbox,
 }
 
 impl FieldType {
@@ -140,6 +141,7 @@ impl FieldType {
             FieldType::Int => "int",
             FieldType::Number => "number",
             FieldType::Date => "date",
+            FieldType::Checkbox => "checkbox",
         }
     }
 
@@ -149,6 +151,7 @@ impl FieldType {
             "int" => Some(FieldType::Int),
             "number" => Some(FieldType::Number),
             "date" => Some(FieldType::Date),
+            "checkbox" => Some(FieldType::Checkbox),
             _ => None,
         }
     }
@@ -189,6 +192,8 @@ pub enum FieldValue {
     Int(i64),
     Number(BigDecimal),
     Date(NaiveDate),
+    /// Checked or not; an unset cell is empty, and `false` sorts before `true`.
+    Checkbox(bool),
 }
 
 /// Why a text is not a valid value of a field type.
@@ -276,6 +281,11 @@ impl FieldValue {
                 }
                 Ok(FieldValue::Date(date))
             }
+            FieldType::Checkbox => match text.trim() {
+                t if t.eq_ignore_ascii_case("true") => Ok(FieldValue::Checkbox(true)),
+                t if t.eq_ignore_ascii_case("false") => Ok(FieldValue::Checkbox(false)),
+                _ => Err(err("expected true or false")),
+            },
         }
     }
 
@@ -285,11 +295,12 @@ impl FieldValue {
             FieldValue::Int(_) => FieldType::Int,
             FieldValue::Number(_) => FieldType::Number,
             FieldValue::Date(_) => FieldType::Date,
+            FieldValue::Checkbox(_) => FieldType::Checkbox,
         }
     }
 }
 
-/// The canonical text: `Approved`, `42`, `-3.5`, `2023-05-01`. Numbers are written in plain
+/// The canonical text: `Approved`, `42`, `-3.5`, `2023-05-01`, `true`. Numbers are written in plain
 /// decimal notation without trailing zeros, so equal numbers always read the same.
 impl fmt::Display for FieldValue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -298,6 +309,7 @@ impl fmt::Display for FieldValue {
             FieldValue::Int(i) => write!(f, "{i}"),
             FieldValue::Number(d) => f.write_str(&plain_decimal(d)),
             FieldValue::Date(d) => write!(f, "{}", d.format("%Y-%m-%d")),
+            FieldValue::Checkbox(b) => write!(f, "{b}"),
         }
     }
 }
@@ -327,6 +339,7 @@ fn is_canonical(ty: FieldType, raw: &str) -> bool {
     }
     match ty {
         FieldType::Text => true,
+        FieldType::Checkbox => raw == "true" || raw == "false",
         FieldType::Date => {
             raw.len() == 10
                 && raw.bytes().enumerate().all(|(i, b)| match i {

@@ -288,6 +288,7 @@ pub async fn synthetic(
             FieldType::Int,
             FieldType::Number,
             FieldType::Date,
+            FieldType::Checkbox,
         ];
         let fields: Vec<CustomField> = (0..params.fields)
             .map(|i| {
@@ -399,5 +400,6 @@ fn random_value(rng: &mut StdRng, field_type: FieldType) -> FieldValue {
             let base = chrono::NaiveDate::from_ymd_opt(1990, 1, 1).unwrap_or_default();
             FieldValue::Date(base + chrono::Days::new(rng.random_range(0..15_000)))
         }
+        FieldType::Checkbox => FieldValue::Checkbox(rng.random_bool(0.5)),
     }
 }

@@ -123,6 +123,15 @@ pub fn date(d: NaiveDate) -> String {
     format!("{:04}-{:02}-{:02}", d.year(), d.month(), d.day())
 }
 
+/// Checkbox values: `"0"` for false and `"1"` for true, so unchecked sorts first.
+pub fn checkbox(checked: bool) -> &'static str {
+    if checked {
+        "1"
+    } else {
+        "0"
+    }
+}
+
 /// Issue state: `"1"` for OPEN and `"2"` for CLOSED, so OPEN sorts before CLOSED.
 pub fn state_open(open: bool) -> &'static str {
     if open {

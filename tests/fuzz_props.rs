@@ -448,11 +448,12 @@ proptest! {
 // ---------------------------------------------------------------------------------------------
 // Cell values (`model::FieldValue::parse`)
 
-const TYPES: [FieldType; 4] = [
+const TYPES: [FieldType; 5] = [
     FieldType::Text,
     FieldType::Int,
     FieldType::Number,
     FieldType::Date,
+    FieldType::Checkbox,
 ];
 
 /// Every type on `text`: no panic; an accepted value has the type, its canonical text
@@ -501,6 +502,10 @@ fn check_value(text: &str) {
             FieldValue::Date(d) => {
                 assert!((1..=9999).contains(&d.year()), "{canonical}");
                 assert_eq!(canonical, text.trim());
+            }
+            FieldValue::Checkbox(b) => {
+                assert_eq!(canonical, b.to_string());
+                assert!(text.trim().eq_ignore_ascii_case(&canonical), "{text:?}");
             }
         }
     }
@@ -636,6 +641,9 @@ fn cell_text(ty: FieldType) -> BoxedStrategy<String> {
         FieldType::Date => (1u32..=9999, 1u32..=12, 1u32..=31)
             .prop_map(|(y, m, d)| format!("{y:04}-{m:02}-{d:02}"))
             .boxed(),
+        FieldType::Checkbox => prop::sample::select(vec!["true", "false", "TRUE", " false", "yes"])
+            .prop_map(str::to_owned)
+            .boxed(),
     }
 }
 
@@ -688,6 +696,7 @@ proptest! {
             (FieldValue::Int(p), FieldValue::Int(q)) => p.cmp(q),
             (FieldValue::Number(p), FieldValue::Number(q)) => p.cmp(q),
             (FieldValue::Date(p), FieldValue::Date(q)) => p.cmp(q),
+            (FieldValue::Checkbox(p), FieldValue::Checkbox(q)) => p.cmp(q),
             _ => unreachable!("both cells parsed as {ty:?}"),
         };
         prop_assert_eq!(ka.cmp(&kb), order.then(x.cmp(&y)), "{:?} {} / {:?} {}", a, x, b, y);

@@ -467,6 +467,8 @@ pub enum CustomFieldType {
     Number,
     /// A calendar date `YYYY-MM-DD`; sorts chronologically.
     Date,
+    /// A checkbox: `true` or `false` (an unset cell is empty); `false` sorts first.
+    Checkbox,
 }
 
 impl From<CustomFieldType> for model::FieldType {
@@ -476,6 +478,7 @@ impl From<CustomFieldType> for model::FieldType {
             CustomFieldType::Int => model::FieldType::Int,
             CustomFieldType::Number => model::FieldType::Number,
             CustomFieldType::Date => model::FieldType::Date,
+            CustomFieldType::Checkbox => model::FieldType::Checkbox,
         }
     }
 }
@@ -487,6 +490,7 @@ impl From<model::FieldType> for CustomFieldType {
             model::FieldType::Int => CustomFieldType::Int,
             model::FieldType::Number => CustomFieldType::Number,
             model::FieldType::Date => CustomFieldType::Date,
+            model::FieldType::Checkbox => CustomFieldType::Checkbox,
         }
     }
 }

@@ -313,7 +313,24 @@ async fn validation_errors_name_the_input_field(backend: Backend) {
         .as_str()
         .unwrap()
         .to_string();
+    let done = app
+        .data(
+            CREATE_FIELD,
+            json!({"project": f.project, "name": "Done", "type": "CHECKBOX"}),
+        )
+        .await["createCustomField"]["customField"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let cases: Vec<(Value, &str)> = vec![
+        (
+            json!([{"fieldId": done, "value": "yes"}]),
+            "fieldValues[0].value",
+        ),
+        (
+            json!([{"fieldId": done, "value": "1"}]),
+            "fieldValues[0].value",
+        ),
         (
             json!([{"fieldId": f.int_field, "value": "9223372036854775808"}]),
             "fieldValues[0].value",
@@ -377,7 +394,8 @@ async fn validation_errors_name_the_input_field(backend: Backend) {
         &app,
         &f.project,
         "ok",
-        json!([{"fieldId": number, "value": "-0"}, {"fieldId": date, "value": "2024-02-29"}]),
+        json!([{"fieldId": number, "value": "-0"}, {"fieldId": date, "value": "2024-02-29"},
+               {"fieldId": done, "value": " TRUE "}]),
     )
     .await;
     let values: Vec<&str> = ok["issue"]["fieldValues"]
@@ -386,7 +404,7 @@ async fn validation_errors_name_the_input_field(backend: Backend) {
         .iter()
         .map(|v| v["value"].as_str().unwrap())
         .collect();
-    assert_eq!(values, ["2024-02-29", "0"]);
+    assert_eq!(values, ["2024-02-29", "0", "true"]);
 
     for name in ["", "   ", &"n".repeat(501)] {
         let (code, message) = app

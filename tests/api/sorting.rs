@@ -116,6 +116,8 @@ fn compare_values(kind: &str, a: &str, b: &str) -> Ordering {
             .cmp(&BigDecimal::from_str(b).unwrap()),
         "TEXT" => a.to_lowercase().cmp(&b.to_lowercase()),
         "DATE" => a.cmp(b),
+        // `false` before `true`, which their texts' order happens to be.
+        "CHECKBOX" => a.cmp(b),
         other => panic!("unknown type {other}"),
     }
 }
@@ -280,9 +282,9 @@ async fn walk_backward_filtered(
 
 async fn every_ordering_matches_the_oracle(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let project = synthetic_project(&app, 60, 4, 7).await;
+    let project = synthetic_project(&app, 60, 5, 7).await;
     let (fields, rows) = read_all(&app, &project).await;
-    assert_eq!(fields.len(), 4);
+    assert_eq!(fields.len(), 5);
     for order in orders(&fields) {
         let expected = oracle(&fields, &rows, &order);
         let (forward, pages) = walk_forward(&app, &project, &order, 7).await;
@@ -783,6 +785,7 @@ fn random_filter(rng: &mut StdRng, fields: &[Field], rows: &[Row], depth: u32) -
             None => match kind {
                 "INT" | "NUMBER" => rng.random_range(-1000..1000).to_string(),
                 "DATE" => "2020-06-15".into(),
+                "CHECKBOX" => "true".into(),
                 _ => "m".into(),
             },
         }
@@ -825,7 +828,7 @@ async fn filters_match_the_reference(backend: Backend) {
     let mut settings = gridgate::app::Settings::default();
     settings.gateway.explain_plans = true;
     let app = TestApp::spawn_with_settings(backend, settings).await;
-    let project = synthetic_project(&app, 70, 4, 21).await;
+    let project = synthetic_project(&app, 70, 5, 21).await;
     let (fields, rows) = read_all(&app, &project).await;
     let orders = orders(&fields);
     let cases = if backend == Backend::Embedded {
