@@ -26,7 +26,7 @@ use crate::repo::sweep::SweepHandle;
 use crate::repo::writes::{Applied, AppliedLog, RetryPolicy, WriteStats, Writes};
 use crate::repo::Repo;
 use crate::store::{CallBudget, CostMeter, DynStore};
-use crate::telemetry::RequestFacts;
+use crate::telemetry::{Fallbacks, RequestFacts};
 
 /// The serving schema and the process-wide resources requests are served from.
 pub struct Gateway {
@@ -61,6 +61,9 @@ pub struct GatewayOptions {
     pub max_read_units: f64,
     /// Whether `__schema` / `__type` are answered.
     pub introspection: bool,
+    /// Where the request's fast paths count their fall-backs (the planned rows, the typed
+    /// row decoders): the application's metrics, set by `app::build`; none without metrics.
+    pub fallbacks: Option<Fallbacks>,
 }
 
 /// Default of [`GatewayOptions::max_calls`]: a grid page takes 2 or 3 calls and the
@@ -81,6 +84,7 @@ impl Default for GatewayOptions {
             max_calls: DEFAULT_MAX_CALLS,
             max_read_units: DEFAULT_MAX_READ_UNITS,
             introspection: true,
+            fallbacks: None,
         }
     }
 }
@@ -482,7 +486,8 @@ impl RequestContext {
             options.limits,
             access,
             options.cursor_keys.clone(),
-        );
+        )
+        .with_fallbacks(options.fallbacks.clone());
         let writes = Writes::new(repo.clone(), shared.sweeps.clone())
             .with_retry(options.retry)
             .with_stats(shared.write_stats.clone())

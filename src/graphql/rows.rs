@@ -20,7 +20,7 @@
 //! object's own type (`@skip` and `@include` are already gone: async-graphql applies and
 //! removes them before execution). Anything else (another directive, a fragment on an
 //! interface, an argument, a field that loads something other than the row's project, two
-//! selections under one response key) makes the compile return `None`, and the row goes to
+//! selections under one response key) makes the compile return the reason, and the row goes to
 //! the general executor, with the same result. The values come from the same data and conversions as the derived
 //! resolvers in `types.rs`, so both paths answer alike, byte for byte (`tests/api_rows.rs`).
 //!
@@ -40,9 +40,18 @@ use async_graphql::{
     ContextSelectionSet, EnumType, Name, OutputType, Positioned, ServerResult, Value,
 };
 
-use super::request::referenced_project;
+use super::request::{referenced_project, repo};
 use super::values::{clamp_i32, clamp_version, CustomFieldType, IssueState};
 use crate::model::{self, ProjectData};
+use crate::telemetry::{count_fallback, Fallback, PlanMiss};
+
+/// Counts a list or row that goes to the general executor
+/// (`gridgate_fast_path_fallbacks_total{path="graphql_rows"}`) in the metrics of the request's
+/// application, which the request's repo carries. Only the fall-back branches call this.
+fn fell_back(ctx: &ContextSelectionSet<'_>, miss: PlanMiss) {
+    let fallbacks = repo(ctx).ok().and_then(|repo| repo.fallbacks());
+    count_fallback(fallbacks, Fallback::Plan(miss));
+}
 
 /// The schema's object types a planned list stands for, and falls back to when its selection
 /// needs the general executor; given by the layer above, which defines them (see the module
@@ -109,18 +118,23 @@ impl Key {
     }
 }
 
-/// Compiles `set`, selected on objects of type `type_name`, with `part` deciding each field;
-/// `None` when the set needs the general executor (see the module docs).
+/// What compiling a selection set gives: its plan, or why it needs the general executor
+/// (counted in `gridgate_fast_path_fallbacks_total`).
+type Compiled<P> = Result<Plan<P>, PlanMiss>;
+
+/// Compiles `set`, selected on objects of type `type_name`, with `part` deciding each field
+/// (`Err` for a field the plan leaves to the executor); `Err` with the reason when the set
+/// needs the general executor (see the module docs).
 fn compile<'q, P>(
     fragments: &'q Fragments,
     set: &'q SelectionSet,
     type_name: &str,
-    mut part: impl FnMut(&'q Field) -> Option<P>,
-) -> Option<Plan<P>> {
+    mut part: impl FnMut(&'q Field) -> Result<P, PlanMiss>,
+) -> Compiled<P> {
     let mut fields = Vec::new();
     flatten(fragments, set, type_name, &mut fields, 0)?;
     if fields.len() > MAX_PLANNED_FIELDS {
-        return None;
+        return Err(PlanMiss::Size);
     }
     for (i, field) in fields.iter().enumerate() {
         let key = &field.response_key().node;
@@ -129,16 +143,16 @@ fn compile<'q, P>(
             .any(|seen| &seen.response_key().node == key)
         {
             // GraphQL merges selections with one response key; the executor does that.
-            return None;
+            return Err(PlanMiss::MergedKey);
         }
     }
     fields
         .into_iter()
         .map(|field| {
             if !field.arguments.is_empty() {
-                return None;
+                return Err(PlanMiss::Argument);
             }
-            Some((Key::of(&field.response_key().node), part(field)?))
+            Ok((Key::of(&field.response_key().node), part(field)?))
         })
         .collect()
 }
@@ -150,15 +164,15 @@ fn flatten<'q>(
     type_name: &str,
     out: &mut Vec<&'q Field>,
     depth: usize,
-) -> Option<()> {
+) -> Result<(), PlanMiss> {
     if depth > MAX_FRAGMENT_DEPTH {
-        return None;
+        return Err(PlanMiss::Fragment);
     }
     for selection in &set.items {
         match &selection.node {
             Selection::Field(field) => {
                 if !field.node.directives.is_empty() {
-                    return None;
+                    return Err(PlanMiss::Directive);
                 }
                 out.push(&field.node);
             }
@@ -168,8 +182,11 @@ fn flatten<'q>(
                     .type_condition
                     .as_ref()
                     .is_none_or(|condition| condition.node.on.node == type_name);
-                if !fragment.directives.is_empty() || !on_type {
-                    return None;
+                if !fragment.directives.is_empty() {
+                    return Err(PlanMiss::Directive);
+                }
+                if !on_type {
+                    return Err(PlanMiss::Fragment);
                 }
                 flatten(
                     fragments,
@@ -180,12 +197,15 @@ fn flatten<'q>(
                 )?;
             }
             Selection::FragmentSpread(spread) => {
-                let definition = &fragments.get(&spread.node.fragment_name.node)?.node;
-                if !spread.node.directives.is_empty()
-                    || !definition.directives.is_empty()
-                    || definition.type_condition.node.on.node != type_name
-                {
-                    return None;
+                let definition = &fragments
+                    .get(&spread.node.fragment_name.node)
+                    .ok_or(PlanMiss::Fragment)?
+                    .node;
+                if !spread.node.directives.is_empty() || !definition.directives.is_empty() {
+                    return Err(PlanMiss::Directive);
+                }
+                if definition.type_condition.node.on.node != type_name {
+                    return Err(PlanMiss::Fragment);
                 }
                 flatten(
                     fragments,
@@ -197,7 +217,7 @@ fn flatten<'q>(
             }
         }
     }
-    Some(())
+    Ok(())
 }
 
 /// The JSON text of a planned row or cell list, as it travels in a response (see the module
@@ -289,19 +309,19 @@ enum FieldPart {
     Version,
 }
 
-fn field_plan<O: Objects>(fragments: &Fragments, set: &SelectionSet) -> Option<Plan<FieldPart>> {
+fn field_plan<O: Objects>(fragments: &Fragments, set: &SelectionSet) -> Compiled<FieldPart> {
     compile(
         fragments,
         set,
         &O::Field::type_name(),
         |field| match field.name.node.as_str() {
-            "__typename" => Some(FieldPart::Typename),
-            "id" => Some(FieldPart::Id),
-            "name" => Some(FieldPart::Name),
-            "type" => Some(FieldPart::Type),
-            "position" => Some(FieldPart::Position),
-            "version" => Some(FieldPart::Version),
-            _ => None,
+            "__typename" => Ok(FieldPart::Typename),
+            "id" => Ok(FieldPart::Id),
+            "name" => Ok(FieldPart::Name),
+            "type" => Ok(FieldPart::Type),
+            "position" => Ok(FieldPart::Position),
+            "version" => Ok(FieldPart::Version),
+            _ => Err(PlanMiss::Field),
         },
     )
 }
@@ -342,20 +362,24 @@ impl<O: Objects> OutputType for Fields<O> {
         field: &Positioned<Field>,
     ) -> ServerResult<Value> {
         let fields = &self.0.fields;
-        if let Some(plan) = field_plan::<O>(&ctx.query_env.fragments, &ctx.item.node) {
-            let mut out = Json(Vec::with_capacity(96 * fields.len() + 2));
-            out.open(b'[');
-            for (index, field) in fields.iter().enumerate() {
-                out.comma(index);
-                write_field::<O>(&mut out, &plan, field);
+        let plan = match field_plan::<O>(&ctx.query_env.fragments, &ctx.item.node) {
+            Ok(plan) => plan,
+            Err(miss) => {
+                fell_back(ctx, miss);
+                let objects: Vec<O::Field> = (0..fields.len())
+                    .map(|index| O::field(&self.0, index))
+                    .collect();
+                return OutputType::resolve(&objects, ctx, field).await;
             }
-            out.close(b']');
-            return Ok(encoded(out));
+        };
+        let mut out = Json(Vec::with_capacity(96 * fields.len() + 2));
+        out.open(b'[');
+        for (index, field) in fields.iter().enumerate() {
+            out.comma(index);
+            write_field::<O>(&mut out, &plan, field);
         }
-        let objects: Vec<O::Field> = (0..fields.len())
-            .map(|index| O::field(&self.0, index))
-            .collect();
-        OutputType::resolve(&objects, ctx, field).await
+        out.close(b']');
+        Ok(encoded(out))
     }
 }
 
@@ -366,13 +390,13 @@ enum CellPart {
     Field(Plan<FieldPart>),
 }
 
-fn cell_plan<O: Objects>(fragments: &Fragments, set: &SelectionSet) -> Option<Plan<CellPart>> {
+fn cell_plan<O: Objects>(fragments: &Fragments, set: &SelectionSet) -> Compiled<CellPart> {
     compile(fragments, set, &O::Cell::type_name(), |field| {
         match field.name.node.as_str() {
-            "__typename" => Some(CellPart::Typename),
-            "value" => Some(CellPart::Value),
+            "__typename" => Ok(CellPart::Typename),
+            "value" => Ok(CellPart::Value),
             "field" => field_plan::<O>(fragments, &field.selection_set.node).map(CellPart::Field),
-            _ => None,
+            _ => Err(PlanMiss::Field),
         }
     })
 }
@@ -486,13 +510,16 @@ impl<O: Objects> OutputType for Cells<O> {
         field: &Positioned<Field>,
     ) -> ServerResult<Value> {
         match cell_plan::<O>(&ctx.query_env.fragments, &ctx.item.node) {
-            Some(plan) => {
+            Ok(plan) => {
                 let mut out = Json(Vec::with_capacity(capacity(&self.issue)));
                 let fields = &mut FieldTexts::default();
                 write_cells::<O>(&mut out, &plan, &self.issue, &self.project, fields);
                 Ok(encoded(out))
             }
-            None => OutputType::resolve(&self.objects(), ctx, field).await,
+            Err(miss) => {
+                fell_back(ctx, miss);
+                OutputType::resolve(&self.objects(), ctx, field).await
+            }
         }
     }
 }
@@ -509,22 +536,22 @@ enum RowPart {
     Cells(Plan<CellPart>),
 }
 
-fn row_plan<O: Objects>(fragments: &Fragments, set: &SelectionSet) -> Option<Plan<RowPart>> {
+fn row_plan<O: Objects>(fragments: &Fragments, set: &SelectionSet) -> Compiled<RowPart> {
     compile(
         fragments,
         set,
         &O::Issue::type_name(),
         |field| match field.name.node.as_str() {
-            "__typename" => Some(RowPart::Typename),
-            "id" => Some(RowPart::Id),
-            "num" => Some(RowPart::Num),
-            "name" => Some(RowPart::Name),
-            "state" => Some(RowPart::State),
-            "version" => Some(RowPart::Version),
+            "__typename" => Ok(RowPart::Typename),
+            "id" => Ok(RowPart::Id),
+            "num" => Ok(RowPart::Num),
+            "name" => Ok(RowPart::Name),
+            "state" => Ok(RowPart::State),
+            "version" => Ok(RowPart::Version),
             "fieldValues" => {
                 cell_plan::<O>(fragments, &field.selection_set.node).map(RowPart::Cells)
             }
-            _ => None,
+            _ => Err(PlanMiss::Field),
         },
     )
 }
@@ -553,15 +580,22 @@ impl<O: Objects> OutputType for Row<O> {
         ctx: &ContextSelectionSet<'_>,
         field: &Positioned<Field>,
     ) -> ServerResult<Value> {
-        let Some(plan) = row_plan::<O>(&ctx.query_env.fragments, &ctx.item.node) else {
-            return OutputType::resolve(&self.0, ctx, field).await;
+        let plan = match row_plan::<O>(&ctx.query_env.fragments, &ctx.item.node) {
+            Ok(plan) => plan,
+            Err(miss) => {
+                fell_back(ctx, miss);
+                return OutputType::resolve(&self.0, ctx, field).await;
+            }
         };
         let issue = O::issue(&self.0);
         let mut out = Json(Vec::with_capacity(capacity(issue)));
         match write_row::<O>(ctx, &mut out, &plan, issue, &mut ListState::default()).await {
             Some(()) => Ok(encoded(out)),
             // The executor reports the failure where it belongs (at `fieldValues`).
-            None => OutputType::resolve(&self.0, ctx, field).await,
+            None => {
+                fell_back(ctx, PlanMiss::Project);
+                OutputType::resolve(&self.0, ctx, field).await
+            }
         }
     }
 }
@@ -628,7 +662,9 @@ impl<O: Objects> OutputType for Rows<O> {
         ctx: &ContextSelectionSet<'_>,
         field: &Positioned<Field>,
     ) -> ServerResult<Value> {
-        if let Some(plan) = row_plan::<O>(&ctx.query_env.fragments, &ctx.item.node) {
+        // The list is not counted when it falls back: the executor resolves each of its rows
+        // with `Row`, which tries the plan again and counts every row that misses it.
+        if let Ok(plan) = row_plan::<O>(&ctx.query_env.fragments, &ctx.item.node) {
             let issues = self.0.iter().map(|row| O::issue(&row.0));
             let mut out = Json(Vec::with_capacity(list_capacity(issues)));
             if write_rows(ctx, &mut out, &plan, &self.0).await.is_some() {
@@ -667,13 +703,13 @@ enum EdgePart {
     Node(Plan<RowPart>),
 }
 
-fn edge_plan<O: Objects>(fragments: &Fragments, set: &SelectionSet) -> Option<Plan<EdgePart>> {
+fn edge_plan<O: Objects>(fragments: &Fragments, set: &SelectionSet) -> Compiled<EdgePart> {
     compile(fragments, set, &O::Edge::type_name(), |field| {
         match field.name.node.as_str() {
-            "__typename" => Some(EdgePart::Typename),
-            "cursor" => Some(EdgePart::Cursor),
+            "__typename" => Ok(EdgePart::Typename),
+            "cursor" => Ok(EdgePart::Cursor),
             "node" => row_plan::<O>(fragments, &field.selection_set.node).map(EdgePart::Node),
-            _ => None,
+            _ => Err(PlanMiss::Field),
         }
     })
 }
@@ -696,15 +732,21 @@ impl<O: Objects> OutputType for Edges<O> {
         ctx: &ContextSelectionSet<'_>,
         field: &Positioned<Field>,
     ) -> ServerResult<Value> {
-        if let Some(plan) = edge_plan::<O>(&ctx.query_env.fragments, &ctx.item.node) {
-            let issues = self.0.iter().map(|edge| O::edge(edge).1);
-            let mut out = Json(Vec::with_capacity(list_capacity(issues)));
-            if write_edges::<O>(ctx, &mut out, &plan, &self.0)
-                .await
-                .is_some()
-            {
-                return Ok(encoded(out));
+        // The edges are counted once, as a list, when they fall back; their nodes are counted
+        // by `Row` when their own selection misses the plan.
+        match edge_plan::<O>(&ctx.query_env.fragments, &ctx.item.node) {
+            Ok(plan) => {
+                let issues = self.0.iter().map(|edge| O::edge(edge).1);
+                let mut out = Json(Vec::with_capacity(list_capacity(issues)));
+                if write_edges::<O>(ctx, &mut out, &plan, &self.0)
+                    .await
+                    .is_some()
+                {
+                    return Ok(encoded(out));
+                }
+                fell_back(ctx, PlanMiss::Project);
             }
+            Err(miss) => fell_back(ctx, miss),
         }
         OutputType::resolve(&self.0, ctx, field).await
     }
@@ -772,7 +814,9 @@ mod tests {
             .iter()
             .map(|(name, definition)| (name.clone(), definition.clone()))
             .collect();
-        row_plan::<GridObjects>(&fragments, nodes_set(&document)).map(|plan| plan.len())
+        row_plan::<GridObjects>(&fragments, nodes_set(&document))
+            .map(|plan| plan.len())
+            .ok()
     }
 
     #[test]

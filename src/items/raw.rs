@@ -13,6 +13,7 @@ use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::model::{CellText, CustomField, FieldType, Issue, IssueState, Project};
 use crate::store::ddbjson::{self, JsonError, Reader, Scalar};
 use crate::store::{Item, RawItem};
+use crate::telemetry::{count_fallback, Fallback, Fallbacks, TextMiss};
 
 /// A row of a project's issue list as read from `GSI1`: the issue item itself (the list by
 /// num reads the issue items) or an index row, which names its issue by `PK` (any other
@@ -40,13 +41,17 @@ impl IssueListRow {
 /// cannot take as it is (a missing or mistyped attribute, a bad id, a cell that is neither a
 /// string nor a number, an attribute given twice) is decoded again the general way, so the
 /// result, warnings and errors included, is always exactly that of the attribute map; the
-/// proptest `text_rows_read_as_their_items` holds the two together.
+/// proptest `text_rows_read_as_their_items` holds the two together. Every text that goes the
+/// general way is counted, with its reason, in the fall-back counters `ids` carries.
 pub fn decode_issue_list_row(raw: RawItem, ids: &mut SharedIds) -> Result<IssueListRow, ItemError> {
     let item = match raw {
         RawItem::Map(item) => item,
         RawItem::Text { text, .. } => match issue_row_from_text(&text, ids) {
-            Ok(Some(row)) => return Ok(row),
-            _ => ddbjson::item(&text).map_err(|e| not_json("issue list row", &e))?,
+            Ok(row) => return Ok(row),
+            Err(miss) => {
+                ids.fell_back(Fallback::IssueText(miss));
+                ddbjson::item(&text).map_err(|e| not_json("issue list row", &e))?
+            }
         },
     };
     Ok(match item_type(&item) {
@@ -60,10 +65,16 @@ pub fn decode_issue_list_row(raw: RawItem, ids: &mut SharedIds) -> Result<IssueL
 pub fn decode_issue_raw(raw: RawItem, ids: &mut SharedIds) -> Result<Issue, ItemError> {
     let item = match raw {
         RawItem::Map(item) => item,
-        RawItem::Text { text, .. } => match issue_row_from_text(&text, ids) {
-            Ok(Some(IssueListRow::Issue(issue))) => return Ok(issue),
-            _ => ddbjson::item(&text).map_err(|e| not_json("issue", &e))?,
-        },
+        RawItem::Text { text, .. } => {
+            let miss = match issue_row_from_text(&text, ids) {
+                Ok(IssueListRow::Issue(issue)) => return Ok(issue),
+                // An index row where an issue was asked for: the general way says what it is.
+                Ok(IssueListRow::Index(_)) => TextMiss::BadKey,
+                Err(miss) => miss,
+            };
+            ids.fell_back(Fallback::IssueText(miss));
+            ddbjson::item(&text).map_err(|e| not_json("issue", &e))?
+        }
     };
     decode_issue(item)
 }
@@ -73,10 +84,15 @@ pub fn decode_issue_raw(raw: RawItem, ids: &mut SharedIds) -> Result<Issue, Item
 /// grid page name one project and the same few fields in each of their cells, 450 ids of
 /// which 9 differ. Only valid ids are kept, so a shared id is one that [`FieldId::parse`] or
 /// [`ProjectId::parse`] accepted.
+///
+/// It also carries where the batch's fall-backs to the general way are counted (the
+/// application's `gridgate_fast_path_fallbacks_total`; nowhere for tools and tests that
+/// start from `SharedIds::default()`).
 #[derive(Default)]
 pub struct SharedIds {
     project: Option<ProjectId>,
     fields: Vec<FieldId>,
+    fallbacks: Option<Fallbacks>,
 }
 
 /// At most this many field ids are kept per batch: it bounds the linear search, and a grid's
@@ -84,6 +100,19 @@ pub struct SharedIds {
 const MAX_SHARED_FIELDS: usize = 64;
 
 impl SharedIds {
+    /// No ids yet; the batch's fall-backs are counted in `fallbacks`.
+    pub fn counting(fallbacks: Option<Fallbacks>) -> Self {
+        SharedIds {
+            fallbacks,
+            ..SharedIds::default()
+        }
+    }
+
+    /// Counts a row of the batch that went the general way.
+    fn fell_back(&self, fallback: Fallback) {
+        count_fallback(self.fallbacks.as_ref(), fallback);
+    }
+
     fn project(&mut self, text: &str) -> Option<ProjectId> {
         match &self.project {
             Some(project) if project.as_str() == text => Some(project.clone()),
@@ -112,9 +141,9 @@ impl SharedIds {
     }
 }
 
-/// The row an item's text holds when every attribute is as a writer leaves it; `None` when
-/// anything needs the attribute map's judgement.
-fn issue_row_from_text(text: &str, ids: &mut SharedIds) -> Result<Option<IssueListRow>, JsonError> {
+/// The row an item's text holds when every attribute is as a writer leaves it; otherwise why
+/// it needs the attribute map's judgement.
+fn issue_row_from_text(text: &str, ids: &mut SharedIds) -> Result<IssueListRow, TextMiss> {
     #[derive(Default)]
     struct Parts<'a> {
         pk: Option<Cow<'a, str>>,
@@ -125,16 +154,24 @@ fn issue_row_from_text(text: &str, ids: &mut SharedIds) -> Result<Option<IssueLi
         state: Option<IssueState>,
         values: Option<BTreeMap<FieldId, CellText>>,
         version: Option<u64>,
-        /// Set on anything the one pass leaves to the attribute map.
-        odd: bool,
+        /// Set on the first thing the one pass leaves to the attribute map.
+        miss: Option<TextMiss>,
+    }
+    impl Parts<'_> {
+        /// Notes why the row goes the general way (the first reason is kept).
+        fn miss(&mut self, miss: TextMiss) {
+            self.miss.get_or_insert(miss);
+        }
     }
     let mut parts = Parts::default();
-    Reader::new(text).item(|r, name| {
-        // Each attribute read must appear once (`p.odd |= seen`): a repeated one keeps its
-        // last value in an attribute map, which is for the general path to settle.
+    let pass = Reader::new(text).item(|r, name| {
+        // Each attribute read must appear once: a repeated one keeps its last value in an
+        // attribute map, which is for the general path to settle.
         let p = &mut parts;
         if name == VALUES {
-            p.odd |= p.values.is_some();
+            if p.values.is_some() {
+                p.miss(TextMiss::RepeatedAttribute);
+            }
             let mut values = BTreeMap::new();
             let mut odd = false;
             let is_map = r.map(|r, field| {
@@ -146,7 +183,9 @@ fn issue_row_from_text(text: &str, ids: &mut SharedIds) -> Result<Option<IssueLi
                 }
                 Ok(())
             })?;
-            p.odd |= odd || !is_map;
+            if odd || !is_map {
+                p.miss(TextMiss::OddValue);
+            }
             p.values = Some(values);
             return Ok(());
         }
@@ -180,17 +219,23 @@ fn issue_row_from_text(text: &str, ids: &mut SharedIds) -> Result<Option<IssueLi
             }
             _ => (false, true),
         };
-        p.odd |= seen || !ok;
+        if seen {
+            p.miss(TextMiss::RepeatedAttribute);
+        }
+        if !ok {
+            p.miss(TextMiss::OddValue);
+        }
         Ok(())
-    })?;
-    if parts.odd {
-        return Ok(None);
+    });
+    pass.map_err(|_: JsonError| TextMiss::NotJson)?;
+    if let Some(miss) = parts.miss {
+        return Err(miss);
     }
     match parts.kind {
         // Not an issue item: an index row, named by its `PK`.
-        Some(false) => return Ok(Some(IssueListRow::index(parts.pk.as_deref()))),
+        Some(false) => return Ok(IssueListRow::index(parts.pk.as_deref())),
         Some(true) => {}
-        None => return Ok(None),
+        None => return Err(TextMiss::MissingAttribute),
     }
     let Parts {
         pk: Some(pk),
@@ -203,12 +248,12 @@ fn issue_row_from_text(text: &str, ids: &mut SharedIds) -> Result<Option<IssueLi
         ..
     } = parts
     else {
-        return Ok(None);
+        return Err(TextMiss::MissingAttribute);
     };
     let (Ok(id), Some(project)) = (IssueId::parse(&pk), ids.project(&sk)) else {
-        return Ok(None);
+        return Err(TextMiss::BadKey);
     };
-    Ok(Some(IssueListRow::Issue(Issue {
+    Ok(IssueListRow::Issue(Issue {
         project,
         id,
         num,
@@ -216,7 +261,7 @@ fn issue_row_from_text(text: &str, ids: &mut SharedIds) -> Result<Option<IssueLi
         state,
         values: values.unwrap_or_default(),
         version,
-    })))
+    }))
 }
 
 /// A row of a project's partition: the project, one of its custom fields, or another item
@@ -234,13 +279,19 @@ pub enum PartitionRow {
 /// included) is always that of the attribute map; the proptest
 /// `partition_rows_read_as_their_items` holds the two together. Every grid page reads its
 /// project's partition, and through attribute maps and serde its 9 rows cost about a twentieth
-/// of a page.
-pub fn decode_partition_row(raw: RawItem) -> Result<PartitionRow, ItemError> {
+/// of a page. A text that goes the general way is counted, with its reason, in `fallbacks`.
+pub fn decode_partition_row(
+    raw: RawItem,
+    fallbacks: Option<&Fallbacks>,
+) -> Result<PartitionRow, ItemError> {
     let item = match raw {
         RawItem::Map(item) => item,
         RawItem::Text { text, .. } => match partition_row_from_text(&text) {
-            Ok(Some(row)) => return Ok(row),
-            _ => ddbjson::item(&text).map_err(|e| not_json("project partition row", &e))?,
+            Ok(row) => return Ok(row),
+            Err(miss) => {
+                count_fallback(fallbacks, Fallback::PartitionText(miss));
+                ddbjson::item(&text).map_err(|e| not_json("project partition row", &e))?
+            }
         },
     };
     Ok(match item_type(&item) {
@@ -275,65 +326,82 @@ struct PartitionParts<'a> {
     version: Option<u64>,
     fields_version: Option<u64>,
     deleted: Option<u64>,
-    /// Set on anything the one pass leaves to the attribute map.
-    odd: bool,
+    /// Set on the first thing the one pass leaves to the attribute map.
+    miss: Option<TextMiss>,
 }
 
-/// Sets an attribute read once with the type its decoder wants; `false` for a value of
-/// another type or a repeated attribute (a map keeps its last value), which the general
+/// Sets an attribute read once with the type its decoder wants; otherwise why not: a value
+/// of another type, or a repeated attribute (a map keeps its last value), which the general
 /// path settles.
-fn set_once<T>(slot: &mut Option<T>, value: Option<T>) -> bool {
-    value.is_some_and(|value| slot.replace(value).is_none())
+fn set_once<T>(slot: &mut Option<T>, value: Option<T>) -> Result<(), TextMiss> {
+    let value = value.ok_or(TextMiss::OddValue)?;
+    match slot.replace(value) {
+        None => Ok(()),
+        Some(_) => Err(TextMiss::RepeatedAttribute),
+    }
 }
 
 /// The row a partition item's text holds when every attribute is as a writer leaves it;
-/// `None` when anything needs the attribute map's judgement.
-fn partition_row_from_text(text: &str) -> Result<Option<PartitionRow>, JsonError> {
+/// otherwise why it needs the attribute map's judgement.
+fn partition_row_from_text(text: &str) -> Result<PartitionRow, TextMiss> {
     let mut p = PartitionParts::default();
-    Reader::new(text).item(|r, name| {
+    let pass = Reader::new(text).item(|r, name| {
         let (s, n) = match r.scalar()? {
             Scalar::S(s) => (Some(s), None),
             Scalar::N(n) => (None, Some(n)),
             Scalar::Other => (None, None),
         };
-        let ok = match &*name {
+        let read = match &*name {
             PK_ATTR => set_once(&mut p.pk, s),
             SK_ATTR => set_once(&mut p.sk, s),
             "Type" => set_once(&mut p.kind, s),
             "Name" => set_once(&mut p.name, s),
             "FieldType" => set_once(&mut p.field_type, s),
             // Read by neither decoder, but a string in every row that has it.
-            "GSI1SK" => s.is_some(),
+            "GSI1SK" => s.map(|_| ()).ok_or(TextMiss::OddValue),
             "NextIssueNum" => set_once(&mut p.next_issue_num, n.as_deref().and_then(plain_number)),
             "Position" => set_once(&mut p.position, n.as_deref().and_then(plain_number)),
             "Version" => set_once(&mut p.version, n.as_deref().and_then(plain_number)),
             "FieldsVersion" => set_once(&mut p.fields_version, n.as_deref().and_then(plain_number)),
             "Deleted" => set_once(&mut p.deleted, n.as_deref().and_then(plain_number)),
             // Attributes neither decoder reads are ignored, as serde ignores them.
-            _ => true,
+            _ => Ok(()),
         };
-        p.odd |= !ok;
+        if let Err(miss) = read {
+            p.miss.get_or_insert(miss);
+        }
         Ok(())
-    })?;
-    if p.odd {
-        return Ok(None);
+    });
+    pass.map_err(|_: JsonError| TextMiss::NotJson)?;
+    if let Some(miss) = p.miss {
+        return Err(miss);
     }
-    Ok(match p.kind.as_deref() {
+    match p.kind.as_deref() {
         Some(types::PROJECT) => project_from_parts(p).map(PartitionRow::Project),
         Some(types::CUSTOM_FIELD) => field_from_parts(p).map(PartitionRow::Field),
-        Some(_) => Some(PartitionRow::Other),
-        None => None,
-    })
+        Some(_) => Ok(PartitionRow::Other),
+        None => Err(TextMiss::MissingAttribute),
+    }
+}
+
+/// An id the one pass reads from a key attribute: missing, or not an id, it is the general
+/// path's to report.
+fn key_id<T, E>(
+    text: Option<&str>,
+    parse: impl FnOnce(&str) -> Result<T, E>,
+) -> Result<T, TextMiss> {
+    parse(text.ok_or(TextMiss::MissingAttribute)?).map_err(|_| TextMiss::BadKey)
 }
 
 /// [`decode_project_owned`] of the parts, when they make a project without its judgement.
-fn project_from_parts(p: PartitionParts<'_>) -> Option<Project> {
-    Some(Project {
-        id: ProjectId::parse(p.pk.as_deref()?).ok()?,
-        tenant: TenantId::parse(p.sk.as_deref()?).ok()?,
-        name: p.name?.into_owned(),
-        next_issue_num: p.next_issue_num?,
-        version: p.version?,
+fn project_from_parts(p: PartitionParts<'_>) -> Result<Project, TextMiss> {
+    const MISSING: TextMiss = TextMiss::MissingAttribute;
+    Ok(Project {
+        id: key_id(p.pk.as_deref(), ProjectId::parse)?,
+        tenant: key_id(p.sk.as_deref(), TenantId::parse)?,
+        name: p.name.ok_or(MISSING)?.into_owned(),
+        next_issue_num: p.next_issue_num.ok_or(MISSING)?,
+        version: p.version.ok_or(MISSING)?,
         // The defaults of `ProjectItem`.
         fields_version: p.fields_version.unwrap_or(0),
         deleted: p.deleted.is_some(),
@@ -341,13 +409,15 @@ fn project_from_parts(p: PartitionParts<'_>) -> Option<Project> {
 }
 
 /// [`decode_field_owned`] of the parts, when they make a field without its judgement.
-fn field_from_parts(p: PartitionParts<'_>) -> Option<CustomField> {
-    Some(CustomField {
-        id: FieldId::parse(p.sk.as_deref()?).ok()?,
-        project: ProjectId::parse(p.pk.as_deref()?).ok()?,
-        name: p.name?.into_owned(),
-        field_type: FieldType::parse(p.field_type.as_deref()?)?,
-        position: p.position?,
+fn field_from_parts(p: PartitionParts<'_>) -> Result<CustomField, TextMiss> {
+    const MISSING: TextMiss = TextMiss::MissingAttribute;
+    let field_type = p.field_type.as_deref().ok_or(MISSING)?;
+    Ok(CustomField {
+        id: key_id(p.sk.as_deref(), FieldId::parse)?,
+        project: key_id(p.pk.as_deref(), ProjectId::parse)?,
+        name: p.name.ok_or(MISSING)?.into_owned(),
+        field_type: FieldType::parse(field_type).ok_or(TextMiss::OddValue)?,
+        position: p.position.ok_or(MISSING)?,
         // The default of `CustomFieldItem`.
         version: p.version.unwrap_or(1),
         deleted: p.deleted.is_some(),
@@ -524,8 +594,8 @@ mod tests {
                 text: serde_json::to_string(&item).unwrap(),
                 index_key: None,
             };
-            let typed = decode_partition_row(text).map_err(|e| e.to_string());
-            let general = decode_partition_row(RawItem::Map(item)).map_err(|e| e.to_string());
+            let typed = decode_partition_row(text, None).map_err(|e| e.to_string());
+            let general = decode_partition_row(RawItem::Map(item), None).map_err(|e| e.to_string());
             if faults <= 1 {
                 prop_assert_eq!(typed, general);
             } else {
@@ -546,20 +616,17 @@ mod tests {
         let text = serde_json::to_string(&project_item(&project)).unwrap();
         assert_eq!(
             partition_row_from_text(&text).unwrap(),
-            Some(PartitionRow::Project(project))
+            PartitionRow::Project(project)
         );
         let field = sample_issue().1[0].clone();
         let [definition, lookup] = field_items(&field);
         let text = serde_json::to_string(&definition).unwrap();
         assert_eq!(
             partition_row_from_text(&text).unwrap(),
-            Some(PartitionRow::Field(field))
+            PartitionRow::Field(field)
         );
         let text = serde_json::to_string(&lookup).unwrap();
-        assert_eq!(
-            partition_row_from_text(&text).unwrap(),
-            Some(PartitionRow::Other)
-        );
+        assert_eq!(partition_row_from_text(&text).unwrap(), PartitionRow::Other);
     }
 
     /// Rows of a batch that name other projects and fields than the rows before them keep
