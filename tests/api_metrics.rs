@@ -833,9 +833,10 @@ async fn fall_backs_are_counted_by_path_and_reason(backend: Backend) {
         );
     }
 
-    // A row whose text the typed decoder does not take as it is (the embedded store hands
-    // rows over as text; DynamoDB's come as attribute maps): a cell that is neither a string
-    // nor a number sends the issue the general way, which leaves that cell out with a warning.
+    // Rows whose text the typed decoders do not take as it is (the embedded store hands rows
+    // over as text; DynamoDB's come as attribute maps). First a cell that is neither a string
+    // nor a number, which sends its issue the general way (which leaves that cell out, with a
+    // warning).
     if app.backend == Backend::Embedded {
         let grid = readme_grid_query();
         let num = json!({"first": 20, "order": {"field": "NUM"}});
@@ -847,13 +848,34 @@ async fn fall_backs_are_counted_by_path_and_reason(backend: Backend) {
         cells.insert("xattrib-3812".into(), AttributeValue::Bool(true));
         app.store.batch_put(vec![item]).await.unwrap();
         let before = scrape(&app).await;
-        app.data(&grid, num).await;
+        app.data(&grid, num.clone()).await;
         let after = scrape(&app).await;
         assert_eq!(
             fallbacks(&after, "issue_text", "odd_value")
                 - fallbacks(&before, "issue_text", "odd_value"),
             1.0
         );
+
+        // An attribute their entity does not declare sends an issue row and the project row
+        // the general way (never dropped by the one pass), and the page answers as before.
+        let clean = app.data(&grid, num.clone()).await;
+        for key in [
+            Key::new("issue-67d1", BRIDGE),
+            Key::new(BRIDGE, "tenant-0807"),
+        ] {
+            let mut item = app.store.get(&key).await.unwrap().item.expect("demo row");
+            item.insert("Extra".into(), AttributeValue::S("kept".into()));
+            app.store.batch_put(vec![item]).await.unwrap();
+        }
+        let before = scrape(&app).await;
+        assert_eq!(app.data(&grid, num).await, clean);
+        let after = scrape(&app).await;
+        let delta = |path| {
+            fallbacks(&after, path, "unknown_attribute")
+                - fallbacks(&before, path, "unknown_attribute")
+        };
+        assert_eq!(delta("issue_text"), 1.0);
+        assert!(delta("partition_text") >= 1.0);
     }
 }
 

@@ -6,8 +6,8 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use super::{
-    decode_field_owned, decode_issue, decode_project_owned, item_pk, item_type, types, ItemError,
-    PK_ATTR, SK_ATTR, VALUES,
+    decode_field_owned, decode_issue, decode_project_owned, item_pk, item_type, types,
+    CustomFieldAttr, FieldValueAttr, IssueAttr, ItemError, ProjectAttr,
 };
 use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::model::{CellText, CustomField, FieldType, Issue, IssueState, Project};
@@ -154,6 +154,10 @@ fn issue_row_from_text(text: &str, ids: &mut SharedIds) -> Result<IssueListRow, 
         state: Option<IssueState>,
         values: Option<BTreeMap<FieldId, CellText>>,
         version: Option<u64>,
+        /// Whether an attribute only issues declare was read (which an index row would
+        /// not hold), and one only index rows declare (which an issue would not).
+        issue_only: bool,
+        index_only: bool,
         /// Set on the first thing the one pass leaves to the attribute map.
         miss: Option<TextMiss>,
     }
@@ -165,48 +169,76 @@ fn issue_row_from_text(text: &str, ids: &mut SharedIds) -> Result<IssueListRow, 
     }
     let mut parts = Parts::default();
     let pass = Reader::new(text).item(|r, name| {
+        let p = &mut parts;
+        // Attributes are told apart through the entities' declarations (`items::entity!`),
+        // and the match below has an arm for every attribute an issue declares: an attribute
+        // added to the declaration does not compile until this pass reads it.
+        let Some(attr) = IssueAttr::of(&name) else {
+            match FieldValueAttr::of(&name) {
+                Some(_) => p.index_only = true,
+                // Never dropped: the general path decides what the row is.
+                None => p.miss(TextMiss::UnknownAttribute),
+            }
+            r.scalar()?;
+            return Ok(());
+        };
+        p.issue_only |= !declared_by_index_rows(attr);
+        let value = match attr {
+            IssueAttr::Values => {
+                if p.values.is_some() {
+                    p.miss(TextMiss::RepeatedAttribute);
+                }
+                let mut values = BTreeMap::new();
+                let mut odd = false;
+                let is_map = r.map(|r, field| {
+                    match (ids.field(&field), r.scalar()?) {
+                        (Some(field), Scalar::S(text) | Scalar::N(text)) => {
+                            values.insert(field, CellText::from(&*text));
+                        }
+                        _ => odd = true,
+                    }
+                    Ok(())
+                })?;
+                if odd || !is_map {
+                    p.miss(TextMiss::OddValue);
+                }
+                p.values = Some(values);
+                return Ok(());
+            }
+            // Read by neither decoder: any value, as the attribute map ignores it.
+            IssueAttr::Gsi1sk => {
+                r.scalar()?;
+                return Ok(());
+            }
+            IssueAttr::Pk
+            | IssueAttr::Sk
+            | IssueAttr::Type
+            | IssueAttr::Num
+            | IssueAttr::Name
+            | IssueAttr::State
+            | IssueAttr::Version => r.scalar()?,
+        };
         // Each attribute read must appear once: a repeated one keeps its last value in an
         // attribute map, which is for the general path to settle.
-        let p = &mut parts;
-        if name == VALUES {
-            if p.values.is_some() {
-                p.miss(TextMiss::RepeatedAttribute);
-            }
-            let mut values = BTreeMap::new();
-            let mut odd = false;
-            let is_map = r.map(|r, field| {
-                match (ids.field(&field), r.scalar()?) {
-                    (Some(field), Scalar::S(text) | Scalar::N(text)) => {
-                        values.insert(field, CellText::from(&*text));
-                    }
-                    _ => odd = true,
-                }
-                Ok(())
-            })?;
-            if odd || !is_map {
-                p.miss(TextMiss::OddValue);
-            }
-            p.values = Some(values);
-            return Ok(());
-        }
-        let value = r.scalar()?;
-        let (seen, ok) = match (&*name, value) {
-            (PK_ATTR, Scalar::S(pk)) => (p.pk.replace(pk).is_some(), true),
-            (SK_ATTR, Scalar::S(sk)) => (p.sk.replace(sk).is_some(), true),
-            ("Type", Scalar::S(t)) => (p.kind.replace(t == types::ISSUE).is_some(), true),
-            ("Num", Scalar::N(n)) => {
+        let (seen, ok) = match (attr, value) {
+            (IssueAttr::Pk, Scalar::S(pk)) => (p.pk.replace(pk).is_some(), true),
+            (IssueAttr::Sk, Scalar::S(sk)) => (p.sk.replace(sk).is_some(), true),
+            (IssueAttr::Type, Scalar::S(t)) => (p.kind.replace(t == types::ISSUE).is_some(), true),
+            (IssueAttr::Num, Scalar::N(n)) => {
                 let num = n.parse::<u64>().ok().and_then(|n| u32::try_from(n).ok());
                 (p.num.is_some(), num.map(|n| p.num = Some(n)).is_some())
             }
-            ("Version", Scalar::N(n)) => {
+            (IssueAttr::Version, Scalar::N(n)) => {
                 let version = n.parse().ok();
                 (
                     p.version.is_some(),
                     version.map(|v| p.version = Some(v)).is_some(),
                 )
             }
-            ("Name", Scalar::S(text)) => (p.name.replace(text.into_owned()).is_some(), true),
-            ("State", Scalar::S(s)) => {
+            (IssueAttr::Name, Scalar::S(text)) => {
+                (p.name.replace(text.into_owned()).is_some(), true)
+            }
+            (IssueAttr::State, Scalar::S(s)) => {
                 let state = IssueState::parse(&s);
                 (
                     p.state.is_some(),
@@ -214,10 +246,7 @@ fn issue_row_from_text(text: &str, ids: &mut SharedIds) -> Result<IssueListRow, 
                 )
             }
             // A key, type or issue attribute of another type.
-            (PK_ATTR | SK_ATTR | "Type" | "Num" | "Version" | "Name" | "State", _) => {
-                (false, false)
-            }
-            _ => (false, true),
+            _ => (false, false),
         };
         if seen {
             p.miss(TextMiss::RepeatedAttribute);
@@ -232,6 +261,10 @@ fn issue_row_from_text(text: &str, ids: &mut SharedIds) -> Result<IssueListRow, 
         return Err(miss);
     }
     match parts.kind {
+        // An attribute its entity does not declare (an issue's on an index row, an index
+        // row's on an issue) goes the general way too, rather than being ignored here.
+        Some(false) if parts.issue_only => return Err(TextMiss::UnknownAttribute),
+        Some(true) if parts.index_only => return Err(TextMiss::UnknownAttribute),
         // Not an issue item: an index row, named by its `PK`.
         Some(false) => return Ok(IssueListRow::index(parts.pk.as_deref())),
         Some(true) => {}
@@ -262,6 +295,20 @@ fn issue_row_from_text(text: &str, ids: &mut SharedIds) -> Result<IssueListRow, 
         values: values.unwrap_or_default(),
         version,
     }))
+}
+
+/// Whether index rows declare `attr` too (see `FieldValueAttr`, `SortRowAttr`): told by the
+/// variant, not by the name again, since every attribute of every row of a page comes here.
+/// `attributes_shared_with_index_rows_are_declared_by_them` holds this to the declarations.
+fn declared_by_index_rows(attr: IssueAttr) -> bool {
+    match attr {
+        IssueAttr::Pk | IssueAttr::Sk | IssueAttr::Gsi1sk | IssueAttr::Type => true,
+        IssueAttr::Num
+        | IssueAttr::Name
+        | IssueAttr::State
+        | IssueAttr::Version
+        | IssueAttr::Values => false,
+    }
 }
 
 /// A row of a project's partition: the project, one of its custom fields, or another item
@@ -326,6 +373,11 @@ struct PartitionParts<'a> {
     version: Option<u64>,
     fields_version: Option<u64>,
     deleted: Option<u64>,
+    /// Whether an attribute only projects declare was read, one only custom fields do, and
+    /// one neither declares.
+    project_only: bool,
+    field_only: bool,
+    unknown: bool,
     /// Set on the first thing the one pass leaves to the attribute map.
     miss: Option<TextMiss>,
 }
@@ -351,21 +403,54 @@ fn partition_row_from_text(text: &str) -> Result<PartitionRow, TextMiss> {
             Scalar::N(n) => (None, Some(n)),
             Scalar::Other => (None, None),
         };
-        let read = match &*name {
-            PK_ATTR => set_once(&mut p.pk, s),
-            SK_ATTR => set_once(&mut p.sk, s),
-            "Type" => set_once(&mut p.kind, s),
-            "Name" => set_once(&mut p.name, s),
-            "FieldType" => set_once(&mut p.field_type, s),
-            // Read by neither decoder, but a string in every row that has it.
-            "GSI1SK" => s.map(|_| ()).ok_or(TextMiss::OddValue),
-            "NextIssueNum" => set_once(&mut p.next_issue_num, n.as_deref().and_then(plain_number)),
-            "Position" => set_once(&mut p.position, n.as_deref().and_then(plain_number)),
-            "Version" => set_once(&mut p.version, n.as_deref().and_then(plain_number)),
-            "FieldsVersion" => set_once(&mut p.fields_version, n.as_deref().and_then(plain_number)),
-            "Deleted" => set_once(&mut p.deleted, n.as_deref().and_then(plain_number)),
-            // Attributes neither decoder reads are ignored, as serde ignores them.
-            _ => Ok(()),
+        // Both entities' declarations (`items::entity!`) name what a partition row may hold,
+        // and each match below has an arm for every attribute of its entity: an attribute
+        // added to a declaration does not compile until this pass reads it.
+        let read = match (ProjectAttr::of(&name), CustomFieldAttr::of(&name)) {
+            (Some(attr), field) => {
+                p.project_only |= field.is_none();
+                match attr {
+                    ProjectAttr::Pk => set_once(&mut p.pk, s),
+                    ProjectAttr::Sk => set_once(&mut p.sk, s),
+                    ProjectAttr::Type => set_once(&mut p.kind, s),
+                    ProjectAttr::Name => set_once(&mut p.name, s),
+                    // Read by neither decoder, but a string in every row that has it.
+                    ProjectAttr::Gsi1sk => s.map(|_| ()).ok_or(TextMiss::OddValue),
+                    ProjectAttr::NextIssueNum => {
+                        set_once(&mut p.next_issue_num, n.as_deref().and_then(plain_number))
+                    }
+                    ProjectAttr::Version => {
+                        set_once(&mut p.version, n.as_deref().and_then(plain_number))
+                    }
+                    ProjectAttr::FieldsVersion => {
+                        set_once(&mut p.fields_version, n.as_deref().and_then(plain_number))
+                    }
+                    ProjectAttr::Deleted => {
+                        set_once(&mut p.deleted, n.as_deref().and_then(plain_number))
+                    }
+                }
+            }
+            (None, Some(attr)) => {
+                p.field_only = true;
+                match attr {
+                    CustomFieldAttr::FieldType => set_once(&mut p.field_type, s),
+                    CustomFieldAttr::Position => {
+                        set_once(&mut p.position, n.as_deref().and_then(plain_number))
+                    }
+                    // Projects declare these too: read in the arm above.
+                    CustomFieldAttr::Pk
+                    | CustomFieldAttr::Sk
+                    | CustomFieldAttr::Type
+                    | CustomFieldAttr::Name
+                    | CustomFieldAttr::Version
+                    | CustomFieldAttr::Deleted => Ok(()),
+                }
+            }
+            // Never dropped: a project or field holding it goes the general way (below).
+            (None, None) => {
+                p.unknown = true;
+                Ok(())
+            }
         };
         if let Err(miss) = read {
             p.miss.get_or_insert(miss);
@@ -377,6 +462,10 @@ fn partition_row_from_text(text: &str) -> Result<PartitionRow, TextMiss> {
         return Err(miss);
     }
     match p.kind.as_deref() {
+        // An attribute its entity does not declare goes the general way, not ignored here.
+        Some(types::PROJECT) if p.field_only || p.unknown => Err(TextMiss::UnknownAttribute),
+        Some(types::CUSTOM_FIELD) if p.project_only || p.unknown => Err(TextMiss::UnknownAttribute),
+        // A row of another type is no entity this pass reads, whatever it holds.
         Some(types::PROJECT) => project_from_parts(p).map(PartitionRow::Project),
         Some(types::CUSTOM_FIELD) => field_from_parts(p).map(PartitionRow::Field),
         Some(_) => Ok(PartitionRow::Other),
@@ -448,8 +537,9 @@ mod tests {
 
     use super::*;
     use crate::items::tests::{sample_issue, sample_project};
-    use crate::items::{field_items, issue_item, issue_items, project_item};
+    use crate::items::{field_items, issue_item, issue_items, project_item, SortRowAttr, VALUES};
     use crate::store::AttributeValue;
+    use crate::telemetry::Metrics;
 
     /// One way an issue's source item can differ from what writers leave, for the proptest
     /// below; `Clean` leaves it as written.
@@ -458,14 +548,15 @@ mod tests {
         Clean,
         Remove(&'static str),
         Retype(&'static str, AttributeValue),
-        Extra(&'static str, AttributeValue),
+        Extra(String, AttributeValue),
         Cell(String, AttributeValue),
     }
 
     fn twist() -> impl Strategy<Value = Twist> {
-        let names = prop::sample::select(vec![
-            "PK", "SK", "GSI1SK", "Type", "Num", "Name", "State", "Values", "Version",
-        ]);
+        // Every attribute an issue declares, and the one only index rows declare.
+        let mut declared: Vec<&'static str> = IssueAttr::ALL.iter().map(|a| a.name()).collect();
+        declared.push(FieldValueAttr::Value.name());
+        let names = prop::sample::select(declared);
         let values = prop_oneof![
             "[a-z0-9\\-\"]{0,12}".prop_map(AttributeValue::S),
             "-?[0-9]{1,11}(\\.[0-9])?".prop_map(AttributeValue::N),
@@ -481,7 +572,8 @@ mod tests {
             3 => Just(Twist::Clean),
             1 => names.clone().prop_map(Twist::Remove),
             2 => (names, values.clone()).prop_map(|(n, v)| Twist::Retype(n, v)),
-            1 => ("[A-Za-z]{1,6}", values.clone()).prop_map(|(_, v)| Twist::Extra("Other", v)),
+            // An attribute no entity declares (or, rarely, one it does).
+            2 => ("[A-Z][A-Za-z0-9]{0,7}", values.clone()).prop_map(|(n, v)| Twist::Extra(n, v)),
             2 => ("(xattrib-[0-9a-f]{4}|[a-z\\-]{0,9})", values).prop_map(|(f, v)| Twist::Cell(f, v)),
         ]
     }
@@ -509,8 +601,11 @@ mod tests {
                 Twist::Remove(name) => {
                     item.remove(name);
                 }
-                Twist::Retype(name, value) | Twist::Extra(name, value) => {
+                Twist::Retype(name, value) => {
                     item.insert(name.to_string(), value);
+                }
+                Twist::Extra(name, value) => {
+                    item.insert(name, value);
                 }
                 Twist::Cell(field, value) => {
                     if let Some(AttributeValue::M(cells)) = item.get_mut(VALUES) {
@@ -560,6 +655,21 @@ mod tests {
         ]
     }
 
+    /// The name of an attribute of a partition row: one a project or a custom field declares,
+    /// or one neither declares.
+    fn partition_attribute() -> impl Strategy<Value = String> {
+        let declared: Vec<String> = ProjectAttr::ALL
+            .iter()
+            .map(|a| a.name())
+            .chain(CustomFieldAttr::ALL.iter().map(|a| a.name()))
+            .map(str::to_owned)
+            .collect();
+        prop_oneof![
+            4 => prop::sample::select(declared),
+            1 => "[A-Z][A-Za-z0-9]{0,7}",
+        ]
+    }
+
     proptest! {
         /// A project or custom field row read from its text gives exactly what its attribute
         /// map gives (the same row, or an error with the same message), whatever it holds.
@@ -568,10 +678,7 @@ mod tests {
             field in any::<bool>(),
             twists in prop::collection::vec(
                 (
-                    prop::sample::select(vec![
-                        "PK", "SK", "Type", "Name", "FieldType", "GSI1SK", "NextIssueNum",
-                        "Position", "Version", "FieldsVersion", "Deleted", "Other",
-                    ]),
+                    partition_attribute(),
                     prop::option::of(partition_value()),
                 ),
                 0..3,
@@ -586,8 +693,8 @@ mod tests {
             let faults = twists.len();
             for (name, value) in twists {
                 match value {
-                    Some(value) => item.insert(name.to_string(), value),
-                    None => item.remove(name),
+                    Some(value) => item.insert(name, value),
+                    None => item.remove(&name),
                 };
             }
             let text = RawItem::Text {
@@ -652,6 +759,95 @@ mod tests {
         let mut shared = SharedIds::default();
         for issue in [&first, &second, &first, &second] {
             assert_eq!(&decode_issue_raw(text(issue), &mut shared).unwrap(), issue);
+        }
+    }
+
+    /// A row holding an attribute its entity does not declare is read the general way, and
+    /// counted: the one pass never drops what it does not know.
+    #[test]
+    fn unknown_attributes_take_the_general_path_and_are_counted() {
+        let metrics = Metrics::new().unwrap();
+        let counted = |path: &str| {
+            let text = metrics.render().unwrap();
+            let line = format!(
+                "gridgate_fast_path_fallbacks_total{{path=\"{path}\",reason=\"unknown_attribute\"}} "
+            );
+            text.lines()
+                .find_map(|l| l.strip_prefix(line.as_str()))
+                .and_then(|n| n.parse::<u64>().ok())
+        };
+        let (issue, fields) = sample_issue();
+        let mut rows = issue_items(&issue, &fields).unwrap();
+        let as_text = |item: &Item| RawItem::Text {
+            text: serde_json::to_string(item).unwrap(),
+            index_key: None,
+        };
+        // As written, every row of an issue list reads in one pass.
+        for row in &rows {
+            let text = serde_json::to_string(row).unwrap();
+            assert!(issue_row_from_text(&text, &mut SharedIds::default()).is_ok());
+        }
+        // An attribute nobody declares, an index row's `Value` on an issue, and an issue's
+        // `Num` on an index row.
+        rows[0].insert("Priority".into(), AttributeValue::S("high".into()));
+        let mut with_value = issue_items(&issue, &fields).unwrap().remove(0);
+        with_value.insert(
+            FieldValueAttr::Value.name().into(),
+            AttributeValue::N("1".into()),
+        );
+        let mut sort_row = rows[1].clone();
+        sort_row.insert(IssueAttr::Num.name().into(), AttributeValue::N("1".into()));
+        let mut ids = SharedIds::counting(Some(metrics.fallbacks()));
+        for item in [&rows[0], &with_value, &sort_row] {
+            let text = serde_json::to_string(item).unwrap();
+            assert_eq!(
+                issue_row_from_text(&text, &mut SharedIds::default()).err(),
+                Some(TextMiss::UnknownAttribute),
+                "{text}"
+            );
+            let typed = decode_issue_list_row(as_text(item), &mut ids).map_err(|e| e.to_string());
+            let general = decode_issue_list_row(RawItem::Map(item.clone()), &mut ids)
+                .map_err(|e| e.to_string());
+            assert_eq!(typed, general);
+        }
+        assert_eq!(counted("issue_text"), Some(3));
+
+        let mut project = project_item(&sample_project());
+        project.insert("Colour".into(), AttributeValue::S("red".into()));
+        let [mut field, _] = field_items(&sample_issue().1[0]);
+        field.insert(
+            ProjectAttr::NextIssueNum.name().into(),
+            AttributeValue::N("2".into()),
+        );
+        for item in [project, field] {
+            let text = serde_json::to_string(&item).unwrap();
+            assert_eq!(
+                partition_row_from_text(&text).err(),
+                Some(TextMiss::UnknownAttribute),
+                "{text}"
+            );
+            let fallbacks = metrics.fallbacks();
+            let typed = decode_partition_row(as_text(&item), Some(&fallbacks));
+            let general = decode_partition_row(RawItem::Map(item), None);
+            assert_eq!(
+                typed.map_err(|e| e.to_string()),
+                general.map_err(|e| e.to_string())
+            );
+        }
+        assert_eq!(counted("partition_text"), Some(2));
+    }
+
+    #[test]
+    fn attributes_shared_with_index_rows_are_declared_by_them() {
+        for attr in IssueAttr::ALL {
+            assert_eq!(
+                declared_by_index_rows(*attr),
+                FieldValueAttr::of(attr.name()).is_some(),
+                "{attr:?}"
+            );
+        }
+        for attr in SortRowAttr::ALL {
+            assert!(IssueAttr::of(attr.name()).is_some_and(declared_by_index_rows));
         }
     }
 }
