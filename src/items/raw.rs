@@ -850,4 +850,37 @@ mod tests {
             assert!(IssueAttr::of(attr.name()).is_some_and(declared_by_index_rows));
         }
     }
+
+    /// Each way a stored text leaves the one pass is told apart, for the fall-back's reason.
+    #[test]
+    fn the_reasons_of_a_fall_back_are_told_apart() {
+        let (issue, fields) = sample_issue();
+        let clean = serde_json::to_string(&issue_items(&issue, &fields).unwrap()[0]).unwrap();
+        let reason = |text: &str| issue_row_from_text(text, &mut SharedIds::default()).err();
+        assert_eq!(reason(&clean), None);
+        let cases = [
+            (
+                clean.replacen("\"Num\"", "\"Priority\"", 1),
+                TextMiss::UnknownAttribute,
+            ),
+            (
+                clean.replacen(r#"{"N":"1"}"#, r#"{"S":"1"}"#, 1),
+                TextMiss::OddValue,
+            ),
+            (clean.replacen("issue-020e", "issue-!", 1), TextMiss::BadKey),
+            (
+                clean.replacen('{', r#"{"Num":{"N":"1"},"#, 1),
+                TextMiss::RepeatedAttribute,
+            ),
+            (
+                clean.replacen("\"Name\"", "\"GSI1SK\"", 1),
+                TextMiss::MissingAttribute,
+            ),
+            (clean[..clean.len() - 1].to_string(), TextMiss::NotJson),
+        ];
+        for (text, expected) in cases {
+            assert_ne!(text, clean, "{expected:?}");
+            assert_eq!(reason(&text), Some(expected), "{text}");
+        }
+    }
 }

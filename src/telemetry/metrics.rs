@@ -133,7 +133,8 @@ pub enum TextMiss {
     OddValue,
     /// An attribute the entity requires is missing, or the row has no `Type`.
     MissingAttribute,
-    /// A key that is not the id it should be, or a `Type` the decoder does not read.
+    /// A key that is not the id it should be, or a row of another entity than the one asked
+    /// for (an index row where an issue was expected).
     BadKey,
     /// The text is not DynamoDB JSON (the general way reports the error).
     NotJson,
@@ -243,12 +244,13 @@ impl Fallback {
     /// This fall-back's place in [`Fallback::all`]: the reasons' declaration order, each
     /// path after the ones before it.
     fn index(self) -> usize {
-        let texts = PlanMiss::ALL.len();
+        let plans = PlanMiss::ALL.len();
+        let texts = TextMiss::ALL.len();
         match self {
             Fallback::Plan(miss) => miss as usize,
-            Fallback::IssueText(miss) => texts + miss as usize,
-            Fallback::PartitionText(miss) => texts + TextMiss::ALL.len() + miss as usize,
-            Fallback::Lift(miss) => texts + 2 * TextMiss::ALL.len() + miss as usize,
+            Fallback::IssueText(miss) => plans + miss as usize,
+            Fallback::PartitionText(miss) => plans + texts + miss as usize,
+            Fallback::Lift(miss) => plans + 2 * texts + miss as usize,
         }
     }
 }
