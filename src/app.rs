@@ -56,9 +56,13 @@ pub fn build(store: DynStore, settings: Settings) -> App {
         Arc::new(Instrumented::new(store.clone(), source, store_metrics))
     };
     let sweeps = SweepHandle::spawn(Sweeper::new(instrumented("sweep"), settings.sweep));
+    let gateway_options = GatewayOptions {
+        fallbacks: metrics.as_ref().map(|m| m.fallbacks()),
+        ..settings.gateway
+    };
     let gateway = Arc::new(Gateway::new(
         instrumented("api"),
-        settings.gateway,
+        gateway_options,
         Some(sweeps.clone()),
     ));
     let http = Arc::new(

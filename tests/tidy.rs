@@ -98,6 +98,35 @@ fn telemetry_depends_on_no_layer_above_it() {
 }
 
 #[test]
+fn planned_rows_depend_on_no_object_type_above_them() {
+    // `graphql/types` defines the object types and lists its rows through `graphql/rows`;
+    // `rows` is given the object types as the parameters of its `Objects` trait and the plain
+    // values it writes by `graphql/values`, so the two never import each other in a circle.
+    for (path, text) in src_files() {
+        let code = non_test_code(&text);
+        if path == "src/graphql/rows.rs" || path == "src/graphql/values.rs" {
+            for upper in [
+                "super::types",
+                "graphql::types",
+                "super::mutation",
+                "super::prefetch",
+            ] {
+                assert!(
+                    !code.contains(upper),
+                    "{path} uses {upper}: the planned rows and plain values sit below the object types"
+                );
+            }
+        }
+        if path == "src/graphql/values.rs" {
+            assert!(
+                !code.contains("super::rows"),
+                "{path} uses super::rows: the plain values sit below the planned rows"
+            );
+        }
+    }
+}
+
+#[test]
 fn input_checks_and_admission_have_one_home_each() {
     for (path, text) in src_files() {
         let code = non_test_code(&text);

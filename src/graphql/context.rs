@@ -27,7 +27,7 @@ use crate::repo::sweep::SweepHandle;
 use crate::repo::writes::{Applied, AppliedLog, RetryPolicy, WriteStats, Writes};
 use crate::repo::Repo;
 use crate::store::{CallBudget, CostMeter, DynStore};
-use crate::telemetry::RequestFacts;
+use crate::telemetry::{Fallbacks, RequestFacts};
 
 /// The serving schema and the process-wide resources requests are served from.
 pub struct Gateway {
@@ -65,6 +65,9 @@ pub struct GatewayOptions {
     /// Whether responses say how each filtered page was read (`extensions.plan`): the
     /// partitions and key conditions, and the rows read against the rows returned.
     pub explain_plans: bool,
+    /// Where the request's fast paths count their fall-backs (the planned rows, the typed
+    /// row decoders): the application's metrics, set by `app::build`; none without metrics.
+    pub fallbacks: Option<Fallbacks>,
 }
 
 /// Default of [`GatewayOptions::max_calls`]: a grid page takes 2 or 3 calls and the
@@ -86,6 +89,7 @@ impl Default for GatewayOptions {
             max_read_units: DEFAULT_MAX_READ_UNITS,
             introspection: true,
             explain_plans: false,
+            fallbacks: None,
         }
     }
 }
@@ -490,7 +494,8 @@ impl RequestContext {
             options.limits,
             access,
             options.cursor_keys.clone(),
-        );
+        )
+        .with_fallbacks(options.fallbacks.clone());
         let writes = Writes::new(repo.clone(), shared.sweeps.clone())
             .with_retry(options.retry)
             .with_stats(shared.write_stats.clone())

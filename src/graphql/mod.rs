@@ -14,6 +14,7 @@ mod prefetch;
 mod request;
 mod rows;
 pub mod types;
+mod values;
 
 use async_graphql::{Context, EmptySubscription, Object, Schema, ID};
 

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use async_graphql::{Context, InputObject, Object, SimpleObject, ID};
 
 use super::error::{ApiError, ApiResult};
-use super::rows::Row;
 use super::types::{
     loader, project_data, CustomField, CustomFieldType, Issue, IssueEdge, IssueState, Project,
     ProjectEdge, Tenant,
@@ -644,7 +643,7 @@ impl MutationRoot {
         Ok(CreateIssuePayload {
             edge: IssueEdge {
                 cursor,
-                node: Row(issue.clone()),
+                node: super::rows::Row(issue.clone()),
             },
             issue,
             client_mutation_id: cmid,

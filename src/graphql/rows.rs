@@ -20,12 +20,18 @@
 //! object's own type (`@skip` and `@include` are already gone: async-graphql applies and
 //! removes them before execution). Anything else (another directive, a fragment on an
 //! interface, an argument, a field that loads something other than the row's project, two
-//! selections under one response key) makes the compile return `None`, and the row goes to
+//! selections under one response key) makes the compile return the reason, and the row goes to
 //! the general executor, with the same result. The values come from the same data and conversions as the derived
 //! resolvers in `types.rs`, so both paths answer alike, byte for byte (`tests/api/rows.rs`).
+//!
+//! **Layering.** This module names none of the schema's object types: the layer above
+//! (`types`) gives them as the parameters of [`Objects`], with the type names a plan checks
+//! fragments against and the objects the general executor resolves. So `types` uses `rows`
+//! and never the other way round (`tests/tidy.rs`).
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use async_graphql::parser::types::{Field, FragmentDefinition, Selection, SelectionSet};
@@ -34,11 +40,41 @@ use async_graphql::{
     ContextSelectionSet, EnumType, Name, OutputType, Positioned, ServerResult, Value,
 };
 
-use super::types::{
-    clamp_i32, clamp_version, referenced_project, CustomField, CustomFieldType, CustomFieldValue,
-    Issue, IssueEdge, IssueState,
-};
+use super::request::{referenced_project, repo};
+use super::values::{clamp_i32, clamp_version, CustomFieldType, IssueState};
 use crate::model::{self, ProjectData};
+use crate::telemetry::{count_fallback, Fallback, PlanMiss};
+
+/// Counts a list or row that goes to the general executor
+/// (`gridgate_fast_path_fallbacks_total{path="graphql_rows"}`) in the metrics of the request's
+/// application, which the request's repo carries. Only the fall-back branches call this.
+fn fell_back(ctx: &ContextSelectionSet<'_>, miss: PlanMiss) {
+    let fallbacks = repo(ctx).ok().and_then(|repo| repo.fallbacks());
+    count_fallback(fallbacks, Fallback::Plan(miss));
+}
+
+/// The schema's object types a planned list stands for, and falls back to when its selection
+/// needs the general executor; given by the layer above, which defines them (see the module
+/// docs).
+pub trait Objects: Sized + Send + Sync + 'static {
+    /// `CustomField`.
+    type Field: OutputType;
+    /// `CustomFieldValue`, a cell.
+    type Cell: OutputType;
+    /// `Issue`.
+    type Issue: OutputType + Clone;
+    /// `IssueEdge`.
+    type Edge: OutputType;
+
+    /// The `index`th field of a loaded project, as an object.
+    fn field(project: &Arc<ProjectData>, index: usize) -> Self::Field;
+    /// The cell of the `index`th field of a loaded project, holding `raw`, as an object.
+    fn cell(project: &Arc<ProjectData>, index: usize, raw: &str) -> Self::Cell;
+    /// The issue an `Issue` object shows.
+    fn issue(issue: &Self::Issue) -> &model::Issue;
+    /// An edge's cursor and the issue of its node.
+    fn edge(edge: &Self::Edge) -> (&str, &model::Issue);
+}
 
 /// The type-information functions of an `OutputType` that is, to GraphQL, the list `$list`.
 macro_rules! list_type_info {
@@ -82,18 +118,23 @@ impl Key {
     }
 }
 
-/// Compiles `set`, selected on objects of type `type_name`, with `part` deciding each field;
-/// `None` when the set needs the general executor (see the module docs).
+/// What compiling a selection set gives: its plan, or why it needs the general executor
+/// (counted in `gridgate_fast_path_fallbacks_total`).
+type Compiled<P> = Result<Plan<P>, PlanMiss>;
+
+/// Compiles `set`, selected on objects of type `type_name`, with `part` deciding each field
+/// (`Err` for a field the plan leaves to the executor); `Err` with the reason when the set
+/// needs the general executor (see the module docs).
 fn compile<'q, P>(
     fragments: &'q Fragments,
     set: &'q SelectionSet,
     type_name: &str,
-    mut part: impl FnMut(&'q Field) -> Option<P>,
-) -> Option<Plan<P>> {
+    mut part: impl FnMut(&'q Field) -> Result<P, PlanMiss>,
+) -> Compiled<P> {
     let mut fields = Vec::new();
     flatten(fragments, set, type_name, &mut fields, 0)?;
     if fields.len() > MAX_PLANNED_FIELDS {
-        return None;
+        return Err(PlanMiss::Size);
     }
     for (i, field) in fields.iter().enumerate() {
         let key = &field.response_key().node;
@@ -102,16 +143,16 @@ fn compile<'q, P>(
             .any(|seen| &seen.response_key().node == key)
         {
             // GraphQL merges selections with one response key; the executor does that.
-            return None;
+            return Err(PlanMiss::MergedKey);
         }
     }
     fields
         .into_iter()
         .map(|field| {
             if !field.arguments.is_empty() {
-                return None;
+                return Err(PlanMiss::Argument);
             }
-            Some((Key::of(&field.response_key().node), part(field)?))
+            Ok((Key::of(&field.response_key().node), part(field)?))
         })
         .collect()
 }
@@ -123,15 +164,15 @@ fn flatten<'q>(
     type_name: &str,
     out: &mut Vec<&'q Field>,
     depth: usize,
-) -> Option<()> {
+) -> Result<(), PlanMiss> {
     if depth > MAX_FRAGMENT_DEPTH {
-        return None;
+        return Err(PlanMiss::Fragment);
     }
     for selection in &set.items {
         match &selection.node {
             Selection::Field(field) => {
                 if !field.node.directives.is_empty() {
-                    return None;
+                    return Err(PlanMiss::Directive);
                 }
                 out.push(&field.node);
             }
@@ -141,8 +182,11 @@ fn flatten<'q>(
                     .type_condition
                     .as_ref()
                     .is_none_or(|condition| condition.node.on.node == type_name);
-                if !fragment.directives.is_empty() || !on_type {
-                    return None;
+                if !fragment.directives.is_empty() {
+                    return Err(PlanMiss::Directive);
+                }
+                if !on_type {
+                    return Err(PlanMiss::Fragment);
                 }
                 flatten(
                     fragments,
@@ -153,12 +197,15 @@ fn flatten<'q>(
                 )?;
             }
             Selection::FragmentSpread(spread) => {
-                let definition = &fragments.get(&spread.node.fragment_name.node)?.node;
-                if !spread.node.directives.is_empty()
-                    || !definition.directives.is_empty()
-                    || definition.type_condition.node.on.node != type_name
-                {
-                    return None;
+                let definition = &fragments
+                    .get(&spread.node.fragment_name.node)
+                    .ok_or(PlanMiss::Fragment)?
+                    .node;
+                if !spread.node.directives.is_empty() || !definition.directives.is_empty() {
+                    return Err(PlanMiss::Directive);
+                }
+                if definition.type_condition.node.on.node != type_name {
+                    return Err(PlanMiss::Fragment);
                 }
                 flatten(
                     fragments,
@@ -170,7 +217,7 @@ fn flatten<'q>(
             }
         }
     }
-    Some(())
+    Ok(())
 }
 
 /// The JSON text of a planned row or cell list, as it travels in a response (see the module
@@ -262,29 +309,29 @@ enum FieldPart {
     Version,
 }
 
-fn field_plan(fragments: &Fragments, set: &SelectionSet) -> Option<Plan<FieldPart>> {
+fn field_plan<O: Objects>(fragments: &Fragments, set: &SelectionSet) -> Compiled<FieldPart> {
     compile(
         fragments,
         set,
-        &CustomField::type_name(),
+        &O::Field::type_name(),
         |field| match field.name.node.as_str() {
-            "__typename" => Some(FieldPart::Typename),
-            "id" => Some(FieldPart::Id),
-            "name" => Some(FieldPart::Name),
-            "type" => Some(FieldPart::Type),
-            "position" => Some(FieldPart::Position),
-            "version" => Some(FieldPart::Version),
-            _ => None,
+            "__typename" => Ok(FieldPart::Typename),
+            "id" => Ok(FieldPart::Id),
+            "name" => Ok(FieldPart::Name),
+            "type" => Ok(FieldPart::Type),
+            "position" => Ok(FieldPart::Position),
+            "version" => Ok(FieldPart::Version),
+            _ => Err(PlanMiss::Field),
         },
     )
 }
 
-fn write_field(out: &mut Json, plan: &Plan<FieldPart>, field: &model::CustomField) {
+fn write_field<O: Objects>(out: &mut Json, plan: &Plan<FieldPart>, field: &model::CustomField) {
     out.open(b'{');
     for (index, (key, part)) in plan.iter().enumerate() {
         out.key(index, key);
         match part {
-            FieldPart::Typename => out.string(&CustomField::type_name()),
+            FieldPart::Typename => out.string(&O::Field::type_name()),
             FieldPart::Id => out.string(field.id.as_str()),
             FieldPart::Name => out.string(&field.name),
             FieldPart::Type => out.enumeration(CustomFieldType::from(field.field_type)),
@@ -298,16 +345,16 @@ fn write_field(out: &mut Json, plan: &Plan<FieldPart>, field: &model::CustomFiel
 /// `Project.customFields`: the type is `[CustomField!]!`, the resolution by plan. A grid
 /// asks for every field's id, name, type and position: objects the executor resolved one
 /// field at a time.
-pub struct Fields(Arc<ProjectData>);
+pub struct Fields<O>(Arc<ProjectData>, PhantomData<fn() -> O>);
 
-impl Fields {
+impl<O> Fields<O> {
     pub(super) fn new(project: Arc<ProjectData>) -> Self {
-        Fields(project)
+        Fields(project, PhantomData)
     }
 }
 
-impl OutputType for Fields {
-    list_type_info!(Vec<CustomField>);
+impl<O: Objects> OutputType for Fields<O> {
+    list_type_info!(Vec<O::Field>);
 
     async fn resolve(
         &self,
@@ -315,20 +362,24 @@ impl OutputType for Fields {
         field: &Positioned<Field>,
     ) -> ServerResult<Value> {
         let fields = &self.0.fields;
-        if let Some(plan) = field_plan(&ctx.query_env.fragments, &ctx.item.node) {
-            let mut out = Json(Vec::with_capacity(96 * fields.len() + 2));
-            out.open(b'[');
-            for (index, field) in fields.iter().enumerate() {
-                out.comma(index);
-                write_field(&mut out, &plan, field);
+        let plan = match field_plan::<O>(&ctx.query_env.fragments, &ctx.item.node) {
+            Ok(plan) => plan,
+            Err(miss) => {
+                fell_back(ctx, miss);
+                let objects: Vec<O::Field> = (0..fields.len())
+                    .map(|index| O::field(&self.0, index))
+                    .collect();
+                return OutputType::resolve(&objects, ctx, field).await;
             }
-            out.close(b']');
-            return Ok(encoded(out));
+        };
+        let mut out = Json(Vec::with_capacity(96 * fields.len() + 2));
+        out.open(b'[');
+        for (index, field) in fields.iter().enumerate() {
+            out.comma(index);
+            write_field::<O>(&mut out, &plan, field);
         }
-        let objects: Vec<CustomField> = (0..fields.len())
-            .map(|index| CustomField::of_project(&self.0, index))
-            .collect();
-        OutputType::resolve(&objects, ctx, field).await
+        out.close(b']');
+        Ok(encoded(out))
     }
 }
 
@@ -339,21 +390,18 @@ enum CellPart {
     Field(Plan<FieldPart>),
 }
 
-fn cell_plan(fragments: &Fragments, set: &SelectionSet) -> Option<Plan<CellPart>> {
-    compile(
-        fragments,
-        set,
-        &CustomFieldValue::type_name(),
-        |field| match field.name.node.as_str() {
-            "__typename" => Some(CellPart::Typename),
-            "value" => Some(CellPart::Value),
-            "field" => field_plan(fragments, &field.selection_set.node).map(CellPart::Field),
-            _ => None,
-        },
-    )
+fn cell_plan<O: Objects>(fragments: &Fragments, set: &SelectionSet) -> Compiled<CellPart> {
+    compile(fragments, set, &O::Cell::type_name(), |field| {
+        match field.name.node.as_str() {
+            "__typename" => Ok(CellPart::Typename),
+            "value" => Ok(CellPart::Value),
+            "field" => field_plan::<O>(fragments, &field.selection_set.node).map(CellPart::Field),
+            _ => Err(PlanMiss::Field),
+        }
+    })
 }
 
-fn write_cells(
+fn write_cells<O: Objects>(
     out: &mut Json,
     plan: &Plan<CellPart>,
     issue: &model::Issue,
@@ -367,11 +415,11 @@ fn write_cells(
         for (index, (key, part)) in plan.iter().enumerate() {
             out.key(index, key);
             match part {
-                CellPart::Typename => out.string(&CustomFieldValue::type_name()),
+                CellPart::Typename => out.string(&O::Cell::type_name()),
                 CellPart::Value => out.string(&model::canonical_text(field.field_type, raw)),
                 CellPart::Field(plan) => {
                     let slot = index * project.fields.len() + at;
-                    fields.write(out, slot, |out| write_field(out, plan, field));
+                    fields.write(out, slot, |out| write_field::<O>(out, plan, field));
                 }
             }
         }
@@ -430,42 +478,48 @@ fn cells_of<'a>(
 }
 
 /// `Issue.fieldValues`: the type is `[CustomFieldValue!]!`, the resolution by plan.
-pub struct Cells {
+pub struct Cells<O> {
     issue: Arc<model::Issue>,
     project: Arc<ProjectData>,
+    objects: PhantomData<fn() -> O>,
 }
 
-impl Cells {
+impl<O: Objects> Cells<O> {
     pub(super) fn new(issue: Arc<model::Issue>, project: Arc<ProjectData>) -> Self {
-        Cells { issue, project }
+        Cells {
+            issue,
+            project,
+            objects: PhantomData,
+        }
     }
 
     /// The cells as objects, for the general executor.
-    fn objects(&self) -> Vec<CustomFieldValue> {
+    fn objects(&self) -> Vec<O::Cell> {
         cells_of(&self.issue, &self.project)
-            .map(|(index, _, raw)| {
-                CustomFieldValue::new(CustomField::of_project(&self.project, index), raw)
-            })
+            .map(|(index, _, raw)| O::cell(&self.project, index, raw))
             .collect()
     }
 }
 
-impl OutputType for Cells {
-    list_type_info!(Vec<CustomFieldValue>);
+impl<O: Objects> OutputType for Cells<O> {
+    list_type_info!(Vec<O::Cell>);
 
     async fn resolve(
         &self,
         ctx: &ContextSelectionSet<'_>,
         field: &Positioned<Field>,
     ) -> ServerResult<Value> {
-        match cell_plan(&ctx.query_env.fragments, &ctx.item.node) {
-            Some(plan) => {
+        match cell_plan::<O>(&ctx.query_env.fragments, &ctx.item.node) {
+            Ok(plan) => {
                 let mut out = Json(Vec::with_capacity(capacity(&self.issue)));
                 let fields = &mut FieldTexts::default();
-                write_cells(&mut out, &plan, &self.issue, &self.project, fields);
+                write_cells::<O>(&mut out, &plan, &self.issue, &self.project, fields);
                 Ok(encoded(out))
             }
-            None => OutputType::resolve(&self.objects(), ctx, field).await,
+            Err(miss) => {
+                fell_back(ctx, miss);
+                OutputType::resolve(&self.objects(), ctx, field).await
+            }
         }
     }
 }
@@ -482,33 +536,43 @@ enum RowPart {
     Cells(Plan<CellPart>),
 }
 
-fn row_plan(fragments: &Fragments, set: &SelectionSet) -> Option<Plan<RowPart>> {
-    compile(fragments, set, &Issue::type_name(), |field| {
-        match field.name.node.as_str() {
-            "__typename" => Some(RowPart::Typename),
-            "id" => Some(RowPart::Id),
-            "num" => Some(RowPart::Num),
-            "name" => Some(RowPart::Name),
-            "state" => Some(RowPart::State),
-            "version" => Some(RowPart::Version),
-            "fieldValues" => cell_plan(fragments, &field.selection_set.node).map(RowPart::Cells),
-            _ => None,
-        }
-    })
+fn row_plan<O: Objects>(fragments: &Fragments, set: &SelectionSet) -> Compiled<RowPart> {
+    compile(
+        fragments,
+        set,
+        &O::Issue::type_name(),
+        |field| match field.name.node.as_str() {
+            "__typename" => Ok(RowPart::Typename),
+            "id" => Ok(RowPart::Id),
+            "num" => Ok(RowPart::Num),
+            "name" => Ok(RowPart::Name),
+            "state" => Ok(RowPart::State),
+            "version" => Ok(RowPart::Version),
+            "fieldValues" => {
+                cell_plan::<O>(fragments, &field.selection_set.node).map(RowPart::Cells)
+            }
+            _ => Err(PlanMiss::Field),
+        },
+    )
 }
 
 /// An issue listed by a connection (an edge's `node`, or among `nodes`): of type `Issue`,
 /// resolved by plan.
-#[derive(Clone)]
-pub struct Row(pub Issue);
+pub struct Row<O: Objects>(pub O::Issue);
 
-impl OutputType for Row {
+impl<O: Objects> Clone for Row<O> {
+    fn clone(&self) -> Self {
+        Row(self.0.clone())
+    }
+}
+
+impl<O: Objects> OutputType for Row<O> {
     fn type_name() -> Cow<'static, str> {
-        Issue::type_name()
+        O::Issue::type_name()
     }
 
     fn create_type_info(registry: &mut Registry) -> String {
-        Issue::create_type_info(registry)
+        O::Issue::create_type_info(registry)
     }
 
     async fn resolve(
@@ -516,22 +580,29 @@ impl OutputType for Row {
         ctx: &ContextSelectionSet<'_>,
         field: &Positioned<Field>,
     ) -> ServerResult<Value> {
-        let Some(plan) = row_plan(&ctx.query_env.fragments, &ctx.item.node) else {
-            return OutputType::resolve(&self.0, ctx, field).await;
+        let plan = match row_plan::<O>(&ctx.query_env.fragments, &ctx.item.node) {
+            Ok(plan) => plan,
+            Err(miss) => {
+                fell_back(ctx, miss);
+                return OutputType::resolve(&self.0, ctx, field).await;
+            }
         };
-        let issue = &*self.0 .0;
+        let issue = O::issue(&self.0);
         let mut out = Json(Vec::with_capacity(capacity(issue)));
-        match write_row(ctx, &mut out, &plan, issue, &mut ListState::default()).await {
+        match write_row::<O>(ctx, &mut out, &plan, issue, &mut ListState::default()).await {
             Some(()) => Ok(encoded(out)),
             // The executor reports the failure where it belongs (at `fieldValues`).
-            None => OutputType::resolve(&self.0, ctx, field).await,
+            None => {
+                fell_back(ctx, PlanMiss::Project);
+                OutputType::resolve(&self.0, ctx, field).await
+            }
         }
     }
 }
 
 /// Writes one issue by its plan; `None` when its project could not be loaded for its cells.
 /// `list` carries the project the list's previous row loaded, and its fields' texts.
-async fn write_row(
+async fn write_row<O: Objects>(
     ctx: &ContextSelectionSet<'_>,
     out: &mut Json,
     plan: &Plan<RowPart>,
@@ -557,14 +628,14 @@ async fn write_row(
     for (index, (key, part)) in plan.iter().enumerate() {
         out.key(index, key);
         match part {
-            RowPart::Typename => out.string(&Issue::type_name()),
+            RowPart::Typename => out.string(&O::Issue::type_name()),
             RowPart::Id => out.string(issue.id.as_str()),
             RowPart::Num => out.int(clamp_i32(issue.num)),
             RowPart::Name => out.string(&issue.name),
             RowPart::State => out.enumeration(IssueState::from(issue.state)),
             RowPart::Version => out.int(clamp_version(issue.version)),
             RowPart::Cells(plan) => match project {
-                Some(project) => write_cells(out, plan, issue, project, &mut list.fields),
+                Some(project) => write_cells::<O>(out, plan, issue, project, &mut list.fields),
                 None => out.0.extend_from_slice(b"null"),
             },
         }
@@ -575,24 +646,26 @@ async fn write_row(
 
 /// `IssueConnection.nodes`: the type is `[Issue!]!`, the resolution by plan, the whole list
 /// in one text.
-pub struct Rows(Vec<Row>);
+pub struct Rows<O: Objects>(Vec<Row<O>>);
 
-impl FromIterator<Row> for Rows {
-    fn from_iter<I: IntoIterator<Item = Row>>(rows: I) -> Self {
+impl<O: Objects> FromIterator<Row<O>> for Rows<O> {
+    fn from_iter<I: IntoIterator<Item = Row<O>>>(rows: I) -> Self {
         Rows(rows.into_iter().collect())
     }
 }
 
-impl OutputType for Rows {
-    list_type_info!(Vec<Row>);
+impl<O: Objects> OutputType for Rows<O> {
+    list_type_info!(Vec<Row<O>>);
 
     async fn resolve(
         &self,
         ctx: &ContextSelectionSet<'_>,
         field: &Positioned<Field>,
     ) -> ServerResult<Value> {
-        if let Some(plan) = row_plan(&ctx.query_env.fragments, &ctx.item.node) {
-            let issues = self.0.iter().map(|row| &row.0);
+        // The list is not counted when it falls back: the executor resolves each of its rows
+        // with `Row`, which tries the plan again and counts every row that misses it.
+        if let Ok(plan) = row_plan::<O>(&ctx.query_env.fragments, &ctx.item.node) {
+            let issues = self.0.iter().map(|row| O::issue(&row.0));
             let mut out = Json(Vec::with_capacity(list_capacity(issues)));
             if write_rows(ctx, &mut out, &plan, &self.0).await.is_some() {
                 return Ok(encoded(out));
@@ -602,25 +675,25 @@ impl OutputType for Rows {
     }
 }
 
-async fn write_rows(
+async fn write_rows<O: Objects>(
     ctx: &ContextSelectionSet<'_>,
     out: &mut Json,
     plan: &Plan<RowPart>,
-    rows: &[Row],
+    rows: &[Row<O>],
 ) -> Option<()> {
     out.open(b'[');
     let mut list = ListState::default();
     for (index, row) in rows.iter().enumerate() {
         out.comma(index);
-        write_row(ctx, out, plan, &row.0 .0, &mut list).await?;
+        write_row::<O>(ctx, out, plan, O::issue(&row.0), &mut list).await?;
     }
     out.close(b']');
     Some(())
 }
 
 /// A first guess at a list of rows' size in bytes.
-fn list_capacity<'a>(rows: impl Iterator<Item = &'a Issue>) -> usize {
-    rows.map(|row| capacity(&row.0) + 64).sum::<usize>() + 2
+fn list_capacity<'a>(rows: impl Iterator<Item = &'a model::Issue>) -> usize {
+    rows.map(|row| capacity(row) + 64).sum::<usize>() + 2
 }
 
 /// What a selection of an `IssueEdge` asks for.
@@ -630,68 +703,73 @@ enum EdgePart {
     Node(Plan<RowPart>),
 }
 
-fn edge_plan(fragments: &Fragments, set: &SelectionSet) -> Option<Plan<EdgePart>> {
-    compile(
-        fragments,
-        set,
-        &IssueEdge::type_name(),
-        |field| match field.name.node.as_str() {
-            "__typename" => Some(EdgePart::Typename),
-            "cursor" => Some(EdgePart::Cursor),
-            "node" => row_plan(fragments, &field.selection_set.node).map(EdgePart::Node),
-            _ => None,
-        },
-    )
+fn edge_plan<O: Objects>(fragments: &Fragments, set: &SelectionSet) -> Compiled<EdgePart> {
+    compile(fragments, set, &O::Edge::type_name(), |field| {
+        match field.name.node.as_str() {
+            "__typename" => Ok(EdgePart::Typename),
+            "cursor" => Ok(EdgePart::Cursor),
+            "node" => row_plan::<O>(fragments, &field.selection_set.node).map(EdgePart::Node),
+            _ => Err(PlanMiss::Field),
+        }
+    })
 }
 
 /// `IssueConnection.edges`: the type is `[IssueEdge!]!`, the resolution by plan, the whole
 /// list in one text.
-pub struct Edges(Vec<IssueEdge>);
+pub struct Edges<O: Objects>(Vec<O::Edge>);
 
-impl FromIterator<IssueEdge> for Edges {
-    fn from_iter<I: IntoIterator<Item = IssueEdge>>(edges: I) -> Self {
+impl<O: Objects> FromIterator<O::Edge> for Edges<O> {
+    fn from_iter<I: IntoIterator<Item = O::Edge>>(edges: I) -> Self {
         Edges(edges.into_iter().collect())
     }
 }
 
-impl OutputType for Edges {
-    list_type_info!(Vec<IssueEdge>);
+impl<O: Objects> OutputType for Edges<O> {
+    list_type_info!(Vec<O::Edge>);
 
     async fn resolve(
         &self,
         ctx: &ContextSelectionSet<'_>,
         field: &Positioned<Field>,
     ) -> ServerResult<Value> {
-        if let Some(plan) = edge_plan(&ctx.query_env.fragments, &ctx.item.node) {
-            let issues = self.0.iter().map(|edge| &edge.node.0);
-            let mut out = Json(Vec::with_capacity(list_capacity(issues)));
-            if write_edges(ctx, &mut out, &plan, &self.0).await.is_some() {
-                return Ok(encoded(out));
+        // The edges are counted once, as a list, when they fall back; their nodes are counted
+        // by `Row` when their own selection misses the plan.
+        match edge_plan::<O>(&ctx.query_env.fragments, &ctx.item.node) {
+            Ok(plan) => {
+                let issues = self.0.iter().map(|edge| O::edge(edge).1);
+                let mut out = Json(Vec::with_capacity(list_capacity(issues)));
+                if write_edges::<O>(ctx, &mut out, &plan, &self.0)
+                    .await
+                    .is_some()
+                {
+                    return Ok(encoded(out));
+                }
+                fell_back(ctx, PlanMiss::Project);
             }
+            Err(miss) => fell_back(ctx, miss),
         }
         OutputType::resolve(&self.0, ctx, field).await
     }
 }
 
-async fn write_edges(
+async fn write_edges<O: Objects>(
     ctx: &ContextSelectionSet<'_>,
     out: &mut Json,
     plan: &Plan<EdgePart>,
-    edges: &[IssueEdge],
+    edges: &[O::Edge],
 ) -> Option<()> {
     out.open(b'[');
     let mut list = ListState::default();
     for (index, edge) in edges.iter().enumerate() {
+        let (cursor, issue) = O::edge(edge);
         out.comma(index);
         out.open(b'{');
         for (index, (key, part)) in plan.iter().enumerate() {
             out.key(index, key);
             match part {
-                EdgePart::Typename => out.string(&IssueEdge::type_name()),
-                EdgePart::Cursor => out.string(&edge.cursor),
-                EdgePart::Node(plan) => {
-                    write_row(ctx, out, plan, &edge.node.0 .0, &mut list).await?
-                }
+                EdgePart::Typename => out.string(&O::Edge::type_name()),
+                EdgePart::Cursor => out.string(cursor),
+                EdgePart::Node(plan) => write_row::<O>(ctx, out, plan, issue, &mut list).await?,
             }
         }
         out.close(b'}');
@@ -706,6 +784,7 @@ mod tests {
     use async_graphql::parser::types::{DocumentOperations, ExecutableDocument};
 
     use super::*;
+    use crate::graphql::types::GridObjects;
 
     /// The selection set of `issues { nodes { … } }` in the document's only operation.
     fn nodes_set(document: &ExecutableDocument) -> &SelectionSet {
@@ -735,7 +814,9 @@ mod tests {
             .iter()
             .map(|(name, definition)| (name.clone(), definition.clone()))
             .collect();
-        row_plan(&fragments, nodes_set(&document)).map(|plan| plan.len())
+        row_plan::<GridObjects>(&fragments, nodes_set(&document))
+            .map(|plan| plan.len())
+            .ok()
     }
 
     #[test]

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use async_graphql::{ComplexObject, Context, Enum, Interface, Object, SimpleObject, ID};
+use async_graphql::{ComplexObject, Context, Interface, Object, SimpleObject, ID};
 
 pub use super::args::{
     EmptyPlacement, IssueColumn, IssueFilter, IssueOrder, IssueOrderField, IssuesArgs,
@@ -18,7 +18,9 @@ use super::prefetch::{self, PageKey};
 pub(crate) use super::request::{
     loader, note_plan, project_data, referenced_project, repo, visible_project,
 };
-use super::rows::{Cells, Edges, Fields, Row, Rows};
+use super::rows::{self, Objects};
+use super::values::{clamp_count, clamp_i32, clamp_version};
+pub use super::values::{CustomFieldType, IssueState};
 use crate::filter;
 use crate::ids::{FieldId, TenantId};
 use crate::model::{self, ProjectData};
@@ -223,7 +225,7 @@ impl Project {
                         issue
                     }
                 };
-                issue.map(|i| (cursor, Row(i)))
+                issue.map(|i| (cursor, rows::Row(i)))
             })
             .collect();
         let whole = !page.has_previous && !page.has_next && page.resume_cursor.is_none();
@@ -324,19 +326,6 @@ impl CustomField {
                 .clone(),
         ))
     }
-}
-
-pub(super) fn clamp_i32(n: u32) -> i32 {
-    i32::try_from(n).unwrap_or(i32::MAX)
-}
-
-/// A count as GraphQL's `Int` (a counter that drifted below zero reads as 0).
-fn clamp_count(n: i64) -> i32 {
-    i32::try_from(n.max(0)).unwrap_or(i32::MAX)
-}
-
-pub(super) fn clamp_version(n: u64) -> i32 {
-    i32::try_from(n).unwrap_or(i32::MAX)
 }
 
 /// An issue: one row of a project's grid. Shared, because a connection lists each issue
@@ -453,72 +442,6 @@ impl CustomFieldValue {
         // canonical text is what clients see.
         let value = model::canonical_text(field.get().field_type, raw).into_owned();
         CustomFieldValue { field, value }
-    }
-}
-
-/// The type of a custom field's values.
-#[derive(Enum, Clone, Copy, PartialEq, Eq)]
-pub enum CustomFieldType {
-    /// Free text; sorts case-insensitively.
-    Text,
-    /// A whole number; sorts numerically.
-    Int,
-    /// A decimal number; sorts numerically.
-    Number,
-    /// A calendar date `YYYY-MM-DD`; sorts chronologically.
-    Date,
-    /// A checkbox: `true` or `false` (an unset cell is empty); `false` sorts first.
-    Checkbox,
-}
-
-impl From<CustomFieldType> for model::FieldType {
-    fn from(t: CustomFieldType) -> Self {
-        match t {
-            CustomFieldType::Text => model::FieldType::Text,
-            CustomFieldType::Int => model::FieldType::Int,
-            CustomFieldType::Number => model::FieldType::Number,
-            CustomFieldType::Date => model::FieldType::Date,
-            CustomFieldType::Checkbox => model::FieldType::Checkbox,
-        }
-    }
-}
-
-impl From<model::FieldType> for CustomFieldType {
-    fn from(t: model::FieldType) -> Self {
-        match t {
-            model::FieldType::Text => CustomFieldType::Text,
-            model::FieldType::Int => CustomFieldType::Int,
-            model::FieldType::Number => CustomFieldType::Number,
-            model::FieldType::Date => CustomFieldType::Date,
-            model::FieldType::Checkbox => CustomFieldType::Checkbox,
-        }
-    }
-}
-
-/// Whether an issue is still being worked on.
-#[derive(Enum, Clone, Copy, PartialEq, Eq)]
-pub enum IssueState {
-    /// Still being worked on; a new issue's state unless `createIssue` says otherwise.
-    Open,
-    /// No longer being worked on; after `OPEN` when sorting by `STATE` in ascending order.
-    Closed,
-}
-
-impl From<IssueState> for model::IssueState {
-    fn from(s: IssueState) -> Self {
-        match s {
-            IssueState::Open => model::IssueState::Open,
-            IssueState::Closed => model::IssueState::Closed,
-        }
-    }
-}
-
-impl From<model::IssueState> for IssueState {
-    fn from(s: model::IssueState) -> Self {
-        match s {
-            model::IssueState::Open => IssueState::Open,
-            model::IssueState::Closed => IssueState::Closed,
-        }
     }
 }
 
@@ -644,6 +567,40 @@ impl PageInfo {
         }
     }
 }
+
+/// The object types planned rows fall back to (see [`rows::Objects`]): `rows` is given them
+/// here rather than importing them, so it depends on nothing above it.
+pub struct GridObjects;
+
+impl Objects for GridObjects {
+    type Field = CustomField;
+    type Cell = CustomFieldValue;
+    type Issue = Issue;
+    type Edge = IssueEdge;
+
+    fn field(project: &Arc<ProjectData>, index: usize) -> CustomField {
+        CustomField::of_project(project, index)
+    }
+
+    fn cell(project: &Arc<ProjectData>, index: usize, raw: &str) -> CustomFieldValue {
+        CustomFieldValue::new(CustomField::of_project(project, index), raw)
+    }
+
+    fn issue(issue: &Issue) -> &model::Issue {
+        &issue.0
+    }
+
+    fn edge(edge: &IssueEdge) -> (&str, &model::Issue) {
+        (&edge.cursor, &edge.node.0 .0)
+    }
+}
+
+/// An issue listed by a connection, resolved by plan (`rows::Row`).
+pub type Row = rows::Row<GridObjects>;
+type Rows = rows::Rows<GridObjects>;
+type Edges = rows::Edges<GridObjects>;
+type Fields = rows::Fields<GridObjects>;
+type Cells = rows::Cells<GridObjects>;
 
 // Project connections stay concurrent: `edges` and `nodes` may each select a project's issues.
 connection!(ProjectConnection, ProjectEdge, Project, "projects");

@@ -1,8 +1,10 @@
 //! Items: how each entity is written as a DynamoDB item and read back, including the derived
 //! index rows of an issue.
 //!
-//! Mapping goes through serde_dynamo with one serde struct per item type, so attribute names
-//! are declared once, next to the layout table in ARCHITECTURE.md. Decoding is strict: an item
+//! Mapping goes through serde_dynamo with one serde struct per item type, declared with the
+//! item's attributes by `entity!`, so each attribute name is spelled once (next to the layout
+//! table in ARCHITECTURE.md) for the serde mapping, the typed text decoders (`raw`) and their
+//! parity tests alike. Decoding is strict: an item
 //! that does not match its `Type` is reported as [`ItemError`], never half-read.
 
 use std::collections::{BTreeMap, HashMap};
@@ -67,46 +69,98 @@ impl ItemError {
     }
 }
 
-#[derive(Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
-struct TenantItem {
-    #[serde(rename = "PK")]
-    pk: String,
-    #[serde(rename = "SK")]
-    sk: String,
-    #[serde(rename = "Type")]
-    kind: String,
-    name: String,
+/// Declares an entity's item once: the serde struct its rows are written and read with, and
+/// an enum of every attribute its rows may hold (with `ALL`, `name` and `of`), each name spelled
+/// once for both. The typed text decoders (`items::raw`) match attribute names through the
+/// enum exhaustively, so an attribute added here does not compile until they read it, and an
+/// attribute the enum does not know sends a row the general way. `also` names the attributes
+/// written beside serde (typed values set on the item directly).
+macro_rules! entity {
+    (
+        $(#[$meta:meta])*
+        struct $item:ident, enum $attr:ident {
+            $( $(#[$fmeta:meta])* $field:ident : $ty:ty = $variant:ident $name:literal, )*
+        }
+        $( also { $( $(#[$ameta:meta])* $avariant:ident $aname:literal, )* } )?
+    ) => {
+        $(#[$meta])*
+        #[derive(Serialize, Deserialize)]
+        struct $item {
+            $( $(#[$fmeta])* #[serde(rename = $name)] $field: $ty, )*
+        }
+
+        #[doc = concat!("Every attribute of a `", stringify!($item), "` row, declared once.")]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub(crate) enum $attr {
+            $( #[doc = concat!("`", $name, "`")] $variant, )*
+            $($( $(#[$ameta])* $avariant, )*)?
+        }
+
+        // Not every entity's rows are read typed, so not every entity uses every function.
+        #[allow(dead_code)]
+        impl $attr {
+            /// Every attribute, in declaration order.
+            pub(crate) const ALL: &'static [$attr] = &[$($attr::$variant,)* $($($attr::$avariant,)*)?];
+
+            /// The attribute's name in the table.
+            pub(crate) const fn name(self) -> &'static str {
+                match self {
+                    $( $attr::$variant => $name, )*
+                    $($( $attr::$avariant => $aname, )*)?
+                }
+            }
+
+            /// The attribute named `name`, if the entity declares it.
+            pub(crate) fn of(name: &str) -> Option<$attr> {
+                match name {
+                    $( $name => Some($attr::$variant), )*
+                    $($( $aname => Some($attr::$avariant), )*)?
+                    _ => None,
+                }
+            }
+        }
+    };
 }
 
-#[derive(Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
-struct ProjectItem {
-    #[serde(rename = "PK")]
-    pk: String,
-    #[serde(rename = "SK")]
-    sk: String,
-    /// Absent on a deleted project, so it leaves its tenant's list.
-    #[serde(rename = "GSI1SK", default, skip_serializing_if = "Option::is_none")]
-    gsi1sk: Option<String>,
-    #[serde(rename = "Type")]
-    kind: String,
-    name: String,
-    next_issue_num: u32,
-    version: u64,
-    #[serde(default, skip_serializing_if = "is_zero")]
-    fields_version: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    deleted: Option<u64>,
-    /// The issue counters (see `model::IssueCounts`); the per-field ones are the attributes
-    /// named [`attrs::FILLED_PREFIX`] + field id, which serde does not name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    issue_count: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    open_count: Option<i64>,
-    /// Set (to 1) once the counters are kept: by the project's creation, or by `reindex`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    counted: Option<u64>,
+entity! {
+    struct TenantItem, enum TenantAttr {
+        pk: String = Pk "PK",
+        sk: String = Sk "SK",
+        kind: String = Type "Type",
+        name: String = Name "Name",
+    }
+}
+
+entity! {
+    struct ProjectItem, enum ProjectAttr {
+        pk: String = Pk "PK",
+        sk: String = Sk "SK",
+        /// Absent on a deleted project, so it leaves its tenant's list.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        gsi1sk: Option<String> = Gsi1sk "GSI1SK",
+        kind: String = Type "Type",
+        name: String = Name "Name",
+        next_issue_num: u32 = NextIssueNum "NextIssueNum",
+        version: u64 = Version "Version",
+        #[serde(default, skip_serializing_if = "is_zero")]
+        fields_version: u64 = FieldsVersion "FieldsVersion",
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        deleted: Option<u64> = Deleted "Deleted",
+        /// The issue counters (see `model::IssueCounts`), with the family `Filled` below.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        issue_count: Option<i64> = IssueCount "IssueCount",
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        open_count: Option<i64> = OpenCount "OpenCount",
+        /// Set (to 1) once the counters are kept: by the project's creation, or by `reindex`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        counted: Option<u64> = Counted "Counted",
+    }
+    also {
+        /// A family of attributes: this prefix, then a field id (`Filled:xattrib-…`), counts
+        /// the issues with a value in that field. Readers test the prefix; `of` names only the
+        /// bare prefix, which no writer writes.
+        Filled "Filled:",
+    }
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -118,78 +172,74 @@ fn first_version() -> u64 {
     1
 }
 
-#[derive(Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
-struct CustomFieldItem {
-    #[serde(rename = "PK")]
-    pk: String,
-    #[serde(rename = "SK")]
-    sk: String,
-    #[serde(rename = "Type")]
-    kind: String,
-    name: String,
-    field_type: String,
-    position: u32,
-    #[serde(default = "first_version")]
-    version: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    deleted: Option<u64>,
+entity! {
+    struct CustomFieldItem, enum CustomFieldAttr {
+        pk: String = Pk "PK",
+        sk: String = Sk "SK",
+        kind: String = Type "Type",
+        name: String = Name "Name",
+        field_type: String = FieldType "FieldType",
+        position: u32 = Position "Position",
+        #[serde(default = "first_version")]
+        version: u64 = Version "Version",
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        deleted: Option<u64> = Deleted "Deleted",
+    }
 }
 
-#[derive(Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
-struct FieldLookupItem {
-    #[serde(rename = "PK")]
-    pk: String,
-    #[serde(rename = "SK")]
-    sk: String,
-    #[serde(rename = "Type")]
-    kind: String,
-    project: String,
+entity! {
+    struct FieldLookupItem, enum FieldLookupAttr {
+        pk: String = Pk "PK",
+        sk: String = Sk "SK",
+        kind: String = Type "Type",
+        project: String = Project "Project",
+    }
 }
 
-#[derive(Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
-struct IssueItem {
-    #[serde(rename = "PK")]
-    pk: String,
-    #[serde(rename = "SK")]
-    sk: String,
-    /// Always written; read as optional because source rows written by other tools may lack
-    /// it until `reindex` derives it.
-    #[serde(rename = "GSI1SK", default, skip_serializing_if = "Option::is_none")]
-    gsi1sk: Option<String>,
-    #[serde(rename = "Type")]
-    kind: String,
-    num: u32,
-    name: String,
-    state: String,
-    version: u64,
+entity! {
+    /// An issue's source row. Read by hand (`decode_issue`) and typed (`items::raw`), both
+    /// through [`IssueAttr`]; written through serde, with `Values` set beside it.
+    struct IssueItem, enum IssueAttr {
+        pk: String = Pk "PK",
+        sk: String = Sk "SK",
+        /// Always written; read as optional because source rows written by other tools may
+        /// lack it until `reindex` derives it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        gsi1sk: Option<String> = Gsi1sk "GSI1SK",
+        kind: String = Type "Type",
+        num: u32 = Num "Num",
+        name: String = Name "Name",
+        state: String = State "State",
+        version: u64 = Version "Version",
+    }
+    also {
+        /// The issue's cells: field id → `S` or `N`, typed by its field.
+        Values "Values",
+    }
 }
 
-#[derive(Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
-struct FieldValueItem {
-    #[serde(rename = "PK")]
-    pk: String,
-    #[serde(rename = "SK")]
-    sk: String,
-    #[serde(rename = "GSI1SK")]
-    gsi1sk: String,
-    #[serde(rename = "Type")]
-    kind: String,
+entity! {
+    /// A custom field value's index row, whose typed `Value` is set beside serde.
+    struct FieldValueItem, enum FieldValueAttr {
+        pk: String = Pk "PK",
+        sk: String = Sk "SK",
+        gsi1sk: String = Gsi1sk "GSI1SK",
+        kind: String = Type "Type",
+    }
+    also {
+        /// The cell's typed value.
+        Value "Value",
+    }
 }
 
-#[derive(Serialize, Deserialize)]
-struct SortRowItem {
-    #[serde(rename = "PK")]
-    pk: String,
-    #[serde(rename = "SK")]
-    sk: String,
-    #[serde(rename = "GSI1SK")]
-    gsi1sk: String,
-    #[serde(rename = "Type")]
-    kind: String,
+entity! {
+    /// An issue's name or state index row.
+    struct SortRowItem, enum SortRowAttr {
+        pk: String = Pk "PK",
+        sk: String = Sk "SK",
+        gsi1sk: String = Gsi1sk "GSI1SK",
+        kind: String = Type "Type",
+    }
 }
 
 fn to_item<T: Serialize>(value: &T) -> Item {
@@ -430,9 +480,9 @@ fn value_attribute(value: &FieldValue) -> AttributeValue {
 
 /// Attribute holding an issue's field values. Typed values (`S` for text and dates, `N` for
 /// numbers) are set on the item directly rather than through serde, which would wrap them.
-pub const VALUES: &str = "Values";
+pub const VALUES: &str = IssueAttr::Values.name();
 /// Attribute holding a field value row's value.
-const VALUE: &str = "Value";
+const VALUE: &str = FieldValueAttr::Value.name();
 
 /// An issue's source item without its `Values` (added by [`issue_items`] once typed).
 fn issue_item(issue: &Issue) -> Item {
@@ -558,15 +608,15 @@ pub fn decode_issue(mut item: Item) -> Result<Issue, ItemError> {
             _ => Err(ItemError::new(item, E, format!("{name} is not a string"))),
         }
     };
-    let num = u32::try_from(number(&item, "Num")?)
+    let num = u32::try_from(number(&item, IssueAttr::Num.name())?)
         .map_err(|_| ItemError::new(&item, E, "Num is out of range"))?;
-    let version = number(&item, "Version")?;
-    let state = match item.get("State") {
+    let version = number(&item, IssueAttr::Version.name())?;
+    let state = match item.get(IssueAttr::State.name()) {
         Some(AttributeValue::S(s)) => IssueState::parse(s)
             .ok_or_else(|| ItemError::new(&item, E, format!("unknown State {s}")))?,
         _ => return Err(ItemError::new(&item, E, "State is not a string")),
     };
-    text(&item, "Name")?;
+    text(&item, IssueAttr::Name.name())?;
     if !matches!(item.get(VALUES), None | Some(AttributeValue::M(_))) {
         return Err(ItemError::new(&item, E, "Values is not a map"));
     }
@@ -612,7 +662,7 @@ pub fn decode_issue(mut item: Item) -> Result<Issue, ItemError> {
         project,
         id,
         num,
-        name: take_text(&mut item, "Name"),
+        name: take_text(&mut item, IssueAttr::Name.name()),
         state,
         values,
         version,
@@ -636,26 +686,28 @@ pub fn item_key(item: &Item) -> Option<Key> {
     Some(Key::new(text(PK_ATTR)?, text(SK_ATTR)?))
 }
 
-const PK_ATTR: &str = "PK";
-const SK_ATTR: &str = "SK";
+const PK_ATTR: &str = IssueAttr::Pk.name();
+const SK_ATTR: &str = IssueAttr::Sk.name();
 /// Attributes of the rows this module writes that other modules name in conditions and
 /// updates; spelled here only.
 pub mod attrs {
-    pub const NAME: &str = "Name";
-    pub const VERSION: &str = "Version";
-    pub const NEXT_ISSUE_NUM: &str = "NextIssueNum";
-    pub const FIELDS_VERSION: &str = "FieldsVersion";
-    pub const DELETED: &str = "Deleted";
-    pub const GSI1SK: &str = "GSI1SK";
-    pub const POSITION: &str = "Position";
-    pub const EXPIRES_AT: &str = crate::store::table::TTL;
-    pub const LEASE_OWNER: &str = "LeaseOwner";
-    pub const LEASE_EXPIRES: &str = "LeaseExpires";
-    pub const ISSUE_COUNT: &str = "IssueCount";
-    pub const OPEN_COUNT: &str = "OpenCount";
-    pub const COUNTED: &str = "Counted";
+    use super::{CustomFieldAttr, MutationRecordAttr, ProjectAttr, SweepAttr};
+
+    pub const NAME: &str = ProjectAttr::Name.name();
+    pub const VERSION: &str = ProjectAttr::Version.name();
+    pub const NEXT_ISSUE_NUM: &str = ProjectAttr::NextIssueNum.name();
+    pub const FIELDS_VERSION: &str = ProjectAttr::FieldsVersion.name();
+    pub const DELETED: &str = ProjectAttr::Deleted.name();
+    pub const GSI1SK: &str = ProjectAttr::Gsi1sk.name();
+    pub const POSITION: &str = CustomFieldAttr::Position.name();
+    pub const EXPIRES_AT: &str = MutationRecordAttr::ExpiresAt.name();
+    pub const LEASE_OWNER: &str = SweepAttr::LeaseOwner.name();
+    pub const LEASE_EXPIRES: &str = SweepAttr::LeaseExpires.name();
+    pub const ISSUE_COUNT: &str = ProjectAttr::IssueCount.name();
+    pub const OPEN_COUNT: &str = ProjectAttr::OpenCount.name();
+    pub const COUNTED: &str = ProjectAttr::Counted.name();
     /// With a field id after it: a project's count of the issues with a value in that field.
-    pub const FILLED_PREFIX: &str = "Filled:";
+    pub const FILLED_PREFIX: &str = ProjectAttr::Filled.name();
 }
 
 /// The puts and deletes that turn one set of derived rows into another.
@@ -714,20 +766,16 @@ pub struct MutationRecord {
     pub expires_at: i64,
 }
 
-#[derive(Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
-struct MutationRecordItem {
-    #[serde(rename = "PK")]
-    pk: String,
-    #[serde(rename = "SK")]
-    sk: String,
-    #[serde(rename = "Type")]
-    kind: String,
-    mutation: String,
-    #[serde(rename = "Input")]
-    fingerprint: String,
-    result: String,
-    expires_at: i64,
+entity! {
+    struct MutationRecordItem, enum MutationRecordAttr {
+        pk: String = Pk "PK",
+        sk: String = Sk "SK",
+        kind: String = Type "Type",
+        mutation: String = Mutation "Mutation",
+        fingerprint: String = Input "Input",
+        result: String = Result "Result",
+        expires_at: i64 = ExpiresAt "ExpiresAt",
+    }
 }
 
 pub fn mutation_record_item(key: &Key, record: &MutationRecord) -> Item {
@@ -790,26 +838,22 @@ pub struct SweepJob {
     pub lease_expires: Option<i64>,
 }
 
-#[derive(Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
-struct SweepItem {
-    #[serde(rename = "PK")]
-    pk: String,
-    #[serde(rename = "SK")]
-    sk: String,
-    #[serde(rename = "GSI1SK")]
-    gsi1sk: String,
-    #[serde(rename = "Type")]
-    kind: String,
-    target_kind: String,
-    target: String,
-    project: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    tenant: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    lease_owner: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    lease_expires: Option<i64>,
+entity! {
+    struct SweepItem, enum SweepAttr {
+        pk: String = Pk "PK",
+        sk: String = Sk "SK",
+        gsi1sk: String = Gsi1sk "GSI1SK",
+        kind: String = Type "Type",
+        target_kind: String = TargetKind "TargetKind",
+        target: String = Target "Target",
+        project: String = Project "Project",
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tenant: Option<String> = Tenant "Tenant",
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lease_owner: Option<String> = LeaseOwner "LeaseOwner",
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lease_expires: Option<i64> = LeaseExpires "LeaseExpires",
+    }
 }
 
 pub fn sweep_item(job: &SweepJob) -> Item {
@@ -1029,5 +1073,60 @@ mod tests {
             key(decode_field(&no_name).unwrap_err()),
             (pk, sk, "custom field")
         );
+    }
+
+    /// The attributes each entity's rows are written with are exactly those its declaration
+    /// names (the serde fields and the ones set beside serde), so the typed decoders, which
+    /// match through the declaration, know every attribute a writer leaves.
+    #[test]
+    fn rows_are_written_with_their_declared_attributes() {
+        let names = |item: &Item| {
+            let mut names: Vec<String> = item.keys().cloned().collect();
+            names.sort();
+            names
+        };
+        let declared = |all: &[&str]| {
+            let mut names: Vec<String> = all.iter().map(|n| n.to_string()).collect();
+            names.sort();
+            names
+        };
+        let (issue, fields) = sample_issue();
+        let rows = issue_items(&issue, &fields).unwrap();
+        let issue_attrs: Vec<&str> = IssueAttr::ALL.iter().map(|a| a.name()).collect();
+        assert_eq!(names(&rows[0]), declared(&issue_attrs));
+        let sort_attrs: Vec<&str> = SortRowAttr::ALL.iter().map(|a| a.name()).collect();
+        assert_eq!(names(&rows[1]), declared(&sort_attrs));
+        let value_attrs: Vec<&str> = FieldValueAttr::ALL.iter().map(|a| a.name()).collect();
+        assert_eq!(names(&rows[3]), declared(&value_attrs));
+        let counted = fields[0].id.clone();
+        let project = Project {
+            fields_version: 2,
+            counts: Some(IssueCounts {
+                issues: 3,
+                open: 1,
+                filled: [(counted.clone(), 2)].into(),
+            }),
+            ..sample_project()
+        };
+        // The family `Filled` is written once per counted field, as its prefix and the id.
+        let filled = filled_attr(&counted);
+        let project_attrs: Vec<&str> = ProjectAttr::ALL
+            .iter()
+            .filter(|a| **a != ProjectAttr::Deleted)
+            .map(|a| match a {
+                ProjectAttr::Filled => filled.as_str(),
+                a => a.name(),
+            })
+            .collect();
+        assert_eq!(names(&project_item(&project)), declared(&project_attrs));
+        let mut field = fields[0].clone();
+        field.deleted = true;
+        let [definition, lookup] = field_items(&field);
+        let field_attrs: Vec<&str> = CustomFieldAttr::ALL.iter().map(|a| a.name()).collect();
+        assert_eq!(names(&definition), declared(&field_attrs));
+        let lookup_attrs: Vec<&str> = FieldLookupAttr::ALL.iter().map(|a| a.name()).collect();
+        assert_eq!(names(&lookup), declared(&lookup_attrs));
+        // The TTL attribute the table is created with is the mutation record's.
+        assert_eq!(attrs::EXPIRES_AT, crate::store::table::TTL);
     }
 }

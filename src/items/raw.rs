@@ -6,13 +6,14 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use super::{
-    attrs, decode_field_owned, decode_issue, decode_project_owned, item_pk, item_type, types,
-    ItemError, PK_ATTR, SK_ATTR, VALUES,
+    decode_field_owned, decode_issue, decode_project_owned, item_pk, item_type, types,
+    CustomFieldAttr, FieldValueAttr, IssueAttr, ItemError, ProjectAttr,
 };
 use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::model::{CellText, CustomField, FieldType, Issue, IssueCounts, IssueState, Project};
 use crate::store::ddbjson::{self, JsonError, Reader, Scalar};
 use crate::store::{Item, RawItem};
+use crate::telemetry::{count_fallback, Fallback, Fallbacks, TextMiss};
 
 /// A row of a project's issue list as read from `GSI1`: the issue item itself (the list by
 /// num reads the issue items) or an index row, which names its issue by `PK` (any other
@@ -40,13 +41,17 @@ impl IssueListRow {
 /// cannot take as it is (a missing or mistyped attribute, a bad id, a cell that is neither a
 /// string nor a number, an attribute given twice) is decoded again the general way, so the
 /// result, warnings and errors included, is always exactly that of the attribute map; the
-/// proptest `text_rows_read_as_their_items` holds the two together.
+/// proptest `text_rows_read_as_their_items` holds the two together. Every text that goes the
+/// general way is counted, with its reason, in the fall-back counters `ids` carries.
 pub fn decode_issue_list_row(raw: RawItem, ids: &mut SharedIds) -> Result<IssueListRow, ItemError> {
     let item = match raw {
         RawItem::Map(item) => item,
         RawItem::Text { text, .. } => match issue_row_from_text(&text, ids) {
-            Ok(Some(row)) => return Ok(row),
-            _ => ddbjson::item(&text).map_err(|e| not_json("issue list row", &e))?,
+            Ok(row) => return Ok(row),
+            Err(miss) => {
+                ids.fell_back(Fallback::IssueText(miss));
+                ddbjson::item(&text).map_err(|e| not_json("issue list row", &e))?
+            }
         },
     };
     Ok(match item_type(&item) {
@@ -60,10 +65,16 @@ pub fn decode_issue_list_row(raw: RawItem, ids: &mut SharedIds) -> Result<IssueL
 pub fn decode_issue_raw(raw: RawItem, ids: &mut SharedIds) -> Result<Issue, ItemError> {
     let item = match raw {
         RawItem::Map(item) => item,
-        RawItem::Text { text, .. } => match issue_row_from_text(&text, ids) {
-            Ok(Some(IssueListRow::Issue(issue))) => return Ok(issue),
-            _ => ddbjson::item(&text).map_err(|e| not_json("issue", &e))?,
-        },
+        RawItem::Text { text, .. } => {
+            let miss = match issue_row_from_text(&text, ids) {
+                Ok(IssueListRow::Issue(issue)) => return Ok(issue),
+                // An index row where an issue was asked for: the general way says what it is.
+                Ok(IssueListRow::Index(_)) => TextMiss::BadKey,
+                Err(miss) => miss,
+            };
+            ids.fell_back(Fallback::IssueText(miss));
+            ddbjson::item(&text).map_err(|e| not_json("issue", &e))?
+        }
     };
     decode_issue(item)
 }
@@ -73,10 +84,15 @@ pub fn decode_issue_raw(raw: RawItem, ids: &mut SharedIds) -> Result<Issue, Item
 /// grid page name one project and the same few fields in each of their cells, 450 ids of
 /// which 9 differ. Only valid ids are kept, so a shared id is one that [`FieldId::parse`] or
 /// [`ProjectId::parse`] accepted.
+///
+/// It also carries where the batch's fall-backs to the general way are counted (the
+/// application's `gridgate_fast_path_fallbacks_total`; nowhere for tools and tests that
+/// start from `SharedIds::default()`).
 #[derive(Default)]
 pub struct SharedIds {
     project: Option<ProjectId>,
     fields: Vec<FieldId>,
+    fallbacks: Option<Fallbacks>,
 }
 
 /// At most this many field ids are kept per batch: it bounds the linear search, and a grid's
@@ -84,6 +100,19 @@ pub struct SharedIds {
 const MAX_SHARED_FIELDS: usize = 64;
 
 impl SharedIds {
+    /// No ids yet; the batch's fall-backs are counted in `fallbacks`.
+    pub fn counting(fallbacks: Option<Fallbacks>) -> Self {
+        SharedIds {
+            fallbacks,
+            ..SharedIds::default()
+        }
+    }
+
+    /// Counts a row of the batch that went the general way.
+    fn fell_back(&self, fallback: Fallback) {
+        count_fallback(self.fallbacks.as_ref(), fallback);
+    }
+
     fn project(&mut self, text: &str) -> Option<ProjectId> {
         match &self.project {
             Some(project) if project.as_str() == text => Some(project.clone()),
@@ -112,9 +141,9 @@ impl SharedIds {
     }
 }
 
-/// The row an item's text holds when every attribute is as a writer leaves it; `None` when
-/// anything needs the attribute map's judgement.
-fn issue_row_from_text(text: &str, ids: &mut SharedIds) -> Result<Option<IssueListRow>, JsonError> {
+/// The row an item's text holds when every attribute is as a writer leaves it; otherwise why
+/// it needs the attribute map's judgement.
+fn issue_row_from_text(text: &str, ids: &mut SharedIds) -> Result<IssueListRow, TextMiss> {
     #[derive(Default)]
     struct Parts<'a> {
         pk: Option<Cow<'a, str>>,
@@ -125,49 +154,91 @@ fn issue_row_from_text(text: &str, ids: &mut SharedIds) -> Result<Option<IssueLi
         state: Option<IssueState>,
         values: Option<BTreeMap<FieldId, CellText>>,
         version: Option<u64>,
-        /// Set on anything the one pass leaves to the attribute map.
-        odd: bool,
+        /// Whether an attribute only issues declare was read (which an index row would
+        /// not hold), and one only index rows declare (which an issue would not).
+        issue_only: bool,
+        index_only: bool,
+        /// Set on the first thing the one pass leaves to the attribute map.
+        miss: Option<TextMiss>,
+    }
+    impl Parts<'_> {
+        /// Notes why the row goes the general way (the first reason is kept).
+        fn miss(&mut self, miss: TextMiss) {
+            self.miss.get_or_insert(miss);
+        }
     }
     let mut parts = Parts::default();
-    Reader::new(text).item(|r, name| {
-        // Each attribute read must appear once (`p.odd |= seen`): a repeated one keeps its
-        // last value in an attribute map, which is for the general path to settle.
+    let pass = Reader::new(text).item(|r, name| {
         let p = &mut parts;
-        if name == VALUES {
-            p.odd |= p.values.is_some();
-            let mut values = BTreeMap::new();
-            let mut odd = false;
-            let is_map = r.map(|r, field| {
-                match (ids.field(&field), r.scalar()?) {
-                    (Some(field), Scalar::S(text) | Scalar::N(text)) => {
-                        values.insert(field, CellText::from(&*text));
-                    }
-                    _ => odd = true,
-                }
-                Ok(())
-            })?;
-            p.odd |= odd || !is_map;
-            p.values = Some(values);
+        // Attributes are told apart through the entities' declarations (`items::entity!`),
+        // and the match below has an arm for every attribute an issue declares: an attribute
+        // added to the declaration does not compile until this pass reads it.
+        let Some(attr) = IssueAttr::of(&name) else {
+            match FieldValueAttr::of(&name) {
+                Some(_) => p.index_only = true,
+                // Never dropped: the general path decides what the row is.
+                None => p.miss(TextMiss::UnknownAttribute),
+            }
+            r.scalar()?;
             return Ok(());
-        }
-        let value = r.scalar()?;
-        let (seen, ok) = match (&*name, value) {
-            (PK_ATTR, Scalar::S(pk)) => (p.pk.replace(pk).is_some(), true),
-            (SK_ATTR, Scalar::S(sk)) => (p.sk.replace(sk).is_some(), true),
-            ("Type", Scalar::S(t)) => (p.kind.replace(t == types::ISSUE).is_some(), true),
-            ("Num", Scalar::N(n)) => {
+        };
+        p.issue_only |= !declared_by_index_rows(attr);
+        let value = match attr {
+            IssueAttr::Values => {
+                if p.values.is_some() {
+                    p.miss(TextMiss::RepeatedAttribute);
+                }
+                let mut values = BTreeMap::new();
+                let mut odd = false;
+                let is_map = r.map(|r, field| {
+                    match (ids.field(&field), r.scalar()?) {
+                        (Some(field), Scalar::S(text) | Scalar::N(text)) => {
+                            values.insert(field, CellText::from(&*text));
+                        }
+                        _ => odd = true,
+                    }
+                    Ok(())
+                })?;
+                if odd || !is_map {
+                    p.miss(TextMiss::OddValue);
+                }
+                p.values = Some(values);
+                return Ok(());
+            }
+            // Read by neither decoder: any value, as the attribute map ignores it.
+            IssueAttr::Gsi1sk => {
+                r.scalar()?;
+                return Ok(());
+            }
+            IssueAttr::Pk
+            | IssueAttr::Sk
+            | IssueAttr::Type
+            | IssueAttr::Num
+            | IssueAttr::Name
+            | IssueAttr::State
+            | IssueAttr::Version => r.scalar()?,
+        };
+        // Each attribute read must appear once: a repeated one keeps its last value in an
+        // attribute map, which is for the general path to settle.
+        let (seen, ok) = match (attr, value) {
+            (IssueAttr::Pk, Scalar::S(pk)) => (p.pk.replace(pk).is_some(), true),
+            (IssueAttr::Sk, Scalar::S(sk)) => (p.sk.replace(sk).is_some(), true),
+            (IssueAttr::Type, Scalar::S(t)) => (p.kind.replace(t == types::ISSUE).is_some(), true),
+            (IssueAttr::Num, Scalar::N(n)) => {
                 let num = n.parse::<u64>().ok().and_then(|n| u32::try_from(n).ok());
                 (p.num.is_some(), num.map(|n| p.num = Some(n)).is_some())
             }
-            ("Version", Scalar::N(n)) => {
+            (IssueAttr::Version, Scalar::N(n)) => {
                 let version = n.parse().ok();
                 (
                     p.version.is_some(),
                     version.map(|v| p.version = Some(v)).is_some(),
                 )
             }
-            ("Name", Scalar::S(text)) => (p.name.replace(text.into_owned()).is_some(), true),
-            ("State", Scalar::S(s)) => {
+            (IssueAttr::Name, Scalar::S(text)) => {
+                (p.name.replace(text.into_owned()).is_some(), true)
+            }
+            (IssueAttr::State, Scalar::S(s)) => {
                 let state = IssueState::parse(&s);
                 (
                     p.state.is_some(),
@@ -175,22 +246,29 @@ fn issue_row_from_text(text: &str, ids: &mut SharedIds) -> Result<Option<IssueLi
                 )
             }
             // A key, type or issue attribute of another type.
-            (PK_ATTR | SK_ATTR | "Type" | "Num" | "Version" | "Name" | "State", _) => {
-                (false, false)
-            }
-            _ => (false, true),
+            _ => (false, false),
         };
-        p.odd |= seen || !ok;
+        if seen {
+            p.miss(TextMiss::RepeatedAttribute);
+        }
+        if !ok {
+            p.miss(TextMiss::OddValue);
+        }
         Ok(())
-    })?;
-    if parts.odd {
-        return Ok(None);
+    });
+    pass.map_err(|_: JsonError| TextMiss::NotJson)?;
+    if let Some(miss) = parts.miss {
+        return Err(miss);
     }
     match parts.kind {
+        // An attribute its entity does not declare (an issue's on an index row, an index
+        // row's on an issue) goes the general way too, rather than being ignored here.
+        Some(false) if parts.issue_only => return Err(TextMiss::UnknownAttribute),
+        Some(true) if parts.index_only => return Err(TextMiss::UnknownAttribute),
         // Not an issue item: an index row, named by its `PK`.
-        Some(false) => return Ok(Some(IssueListRow::index(parts.pk.as_deref()))),
+        Some(false) => return Ok(IssueListRow::index(parts.pk.as_deref())),
         Some(true) => {}
-        None => return Ok(None),
+        None => return Err(TextMiss::MissingAttribute),
     }
     let Parts {
         pk: Some(pk),
@@ -203,12 +281,12 @@ fn issue_row_from_text(text: &str, ids: &mut SharedIds) -> Result<Option<IssueLi
         ..
     } = parts
     else {
-        return Ok(None);
+        return Err(TextMiss::MissingAttribute);
     };
     let (Ok(id), Some(project)) = (IssueId::parse(&pk), ids.project(&sk)) else {
-        return Ok(None);
+        return Err(TextMiss::BadKey);
     };
-    Ok(Some(IssueListRow::Issue(Issue {
+    Ok(IssueListRow::Issue(Issue {
         project,
         id,
         num,
@@ -216,7 +294,21 @@ fn issue_row_from_text(text: &str, ids: &mut SharedIds) -> Result<Option<IssueLi
         state,
         values: values.unwrap_or_default(),
         version,
-    })))
+    }))
+}
+
+/// Whether index rows declare `attr` too (see `FieldValueAttr`, `SortRowAttr`): told by the
+/// variant, not by the name again, since every attribute of every row of a page comes here.
+/// `attributes_shared_with_index_rows_are_declared_by_them` holds this to the declarations.
+fn declared_by_index_rows(attr: IssueAttr) -> bool {
+    match attr {
+        IssueAttr::Pk | IssueAttr::Sk | IssueAttr::Gsi1sk | IssueAttr::Type => true,
+        IssueAttr::Num
+        | IssueAttr::Name
+        | IssueAttr::State
+        | IssueAttr::Version
+        | IssueAttr::Values => false,
+    }
 }
 
 /// A row of a project's partition: the project, one of its custom fields, or another item
@@ -234,13 +326,19 @@ pub enum PartitionRow {
 /// included) is always that of the attribute map; the proptest
 /// `partition_rows_read_as_their_items` holds the two together. Every grid page reads its
 /// project's partition, and through attribute maps and serde its 9 rows cost about a twentieth
-/// of a page.
-pub fn decode_partition_row(raw: RawItem) -> Result<PartitionRow, ItemError> {
+/// of a page. A text that goes the general way is counted, with its reason, in `fallbacks`.
+pub fn decode_partition_row(
+    raw: RawItem,
+    fallbacks: Option<&Fallbacks>,
+) -> Result<PartitionRow, ItemError> {
     let item = match raw {
         RawItem::Map(item) => item,
         RawItem::Text { text, .. } => match partition_row_from_text(&text) {
-            Ok(Some(row)) => return Ok(row),
-            _ => ddbjson::item(&text).map_err(|e| not_json("project partition row", &e))?,
+            Ok(row) => return Ok(row),
+            Err(miss) => {
+                count_fallback(fallbacks, Fallback::PartitionText(miss));
+                ddbjson::item(&text).map_err(|e| not_json("project partition row", &e))?
+            }
         },
     };
     Ok(match item_type(&item) {
@@ -289,77 +387,150 @@ struct PartitionParts<'a> {
     open_count: Option<i64>,
     counted: Option<u64>,
     filled: BTreeMap<FieldId, i64>,
-    /// Set on anything the one pass leaves to the attribute map.
-    odd: bool,
+    /// Whether an attribute only projects declare was read, one only custom fields do, and
+    /// one neither declares.
+    project_only: bool,
+    field_only: bool,
+    unknown: bool,
+    /// Set on the first thing the one pass leaves to the attribute map.
+    miss: Option<TextMiss>,
 }
 
-/// Sets an attribute read once with the type its decoder wants; `false` for a value of
-/// another type or a repeated attribute (a map keeps its last value), which the general
+/// Sets an attribute read once with the type its decoder wants; otherwise why not: a value
+/// of another type, or a repeated attribute (a map keeps its last value), which the general
 /// path settles.
-fn set_once<T>(slot: &mut Option<T>, value: Option<T>) -> bool {
-    value.is_some_and(|value| slot.replace(value).is_none())
+fn set_once<T>(slot: &mut Option<T>, value: Option<T>) -> Result<(), TextMiss> {
+    let value = value.ok_or(TextMiss::OddValue)?;
+    match slot.replace(value) {
+        None => Ok(()),
+        Some(_) => Err(TextMiss::RepeatedAttribute),
+    }
 }
 
 /// The row a partition item's text holds when every attribute is as a writer leaves it;
-/// `None` when anything needs the attribute map's judgement.
-fn partition_row_from_text(text: &str) -> Result<Option<PartitionRow>, JsonError> {
+/// otherwise why it needs the attribute map's judgement.
+fn partition_row_from_text(text: &str) -> Result<PartitionRow, TextMiss> {
     let mut p = PartitionParts::default();
-    Reader::new(text).item(|r, name| {
+    let pass = Reader::new(text).item(|r, name| {
         let (s, n) = match r.scalar()? {
             Scalar::S(s) => (Some(s), None),
             Scalar::N(n) => (None, Some(n)),
             Scalar::Other => (None, None),
         };
-        let ok = match &*name {
-            PK_ATTR => set_once(&mut p.pk, s),
-            SK_ATTR => set_once(&mut p.sk, s),
-            "Type" => set_once(&mut p.kind, s),
-            "Name" => set_once(&mut p.name, s),
-            "FieldType" => set_once(&mut p.field_type, s),
-            // Read by neither decoder, but a string in every row that has it.
-            "GSI1SK" => s.is_some(),
-            "NextIssueNum" => set_once(&mut p.next_issue_num, n.as_deref().and_then(plain_number)),
-            "Position" => set_once(&mut p.position, n.as_deref().and_then(plain_number)),
-            "Version" => set_once(&mut p.version, n.as_deref().and_then(plain_number)),
-            "FieldsVersion" => set_once(&mut p.fields_version, n.as_deref().and_then(plain_number)),
-            "Deleted" => set_once(&mut p.deleted, n.as_deref().and_then(plain_number)),
-            attrs::ISSUE_COUNT => {
-                set_once(&mut p.issue_count, n.as_deref().and_then(signed_number))
-            }
-            attrs::OPEN_COUNT => set_once(&mut p.open_count, n.as_deref().and_then(signed_number)),
-            attrs::COUNTED => set_once(&mut p.counted, n.as_deref().and_then(plain_number)),
-            name if name.starts_with(attrs::FILLED_PREFIX) => {
-                let field = FieldId::parse(&name[attrs::FILLED_PREFIX.len()..]).ok();
+        // Both entities' declarations (`items::entity!`) name what a partition row may hold,
+        // and each match below has an arm for every attribute of its entity: an attribute
+        // added to a declaration does not compile until this pass reads it.
+        let filled = name
+            .strip_prefix(ProjectAttr::Filled.name())
+            .filter(|field| !field.is_empty());
+        let read = match (ProjectAttr::of(&name), CustomFieldAttr::of(&name)) {
+            // The family of per-field counters (see `ProjectAttr::Filled`).
+            _ if filled.is_some() => {
+                p.project_only = true;
+                let field = filled.and_then(|f| FieldId::parse(f).ok());
                 match (field, n.as_deref().and_then(signed_number)) {
-                    (Some(field), Some(count)) => p.filled.insert(field, count).is_none(),
-                    _ => false,
+                    (Some(field), Some(count)) => match p.filled.insert(field, count) {
+                        None => Ok(()),
+                        Some(_) => Err(TextMiss::RepeatedAttribute),
+                    },
+                    _ => Err(TextMiss::OddValue),
                 }
             }
-            // Attributes neither decoder reads are ignored, as serde ignores them.
-            _ => true,
+            (Some(attr), field) => {
+                p.project_only |= field.is_none();
+                match attr {
+                    ProjectAttr::Pk => set_once(&mut p.pk, s),
+                    ProjectAttr::Sk => set_once(&mut p.sk, s),
+                    ProjectAttr::Type => set_once(&mut p.kind, s),
+                    ProjectAttr::Name => set_once(&mut p.name, s),
+                    // Read by neither decoder, but a string in every row that has it.
+                    ProjectAttr::Gsi1sk => s.map(|_| ()).ok_or(TextMiss::OddValue),
+                    ProjectAttr::NextIssueNum => {
+                        set_once(&mut p.next_issue_num, n.as_deref().and_then(plain_number))
+                    }
+                    ProjectAttr::Version => {
+                        set_once(&mut p.version, n.as_deref().and_then(plain_number))
+                    }
+                    ProjectAttr::FieldsVersion => {
+                        set_once(&mut p.fields_version, n.as_deref().and_then(plain_number))
+                    }
+                    ProjectAttr::Deleted => {
+                        set_once(&mut p.deleted, n.as_deref().and_then(plain_number))
+                    }
+                    ProjectAttr::IssueCount => {
+                        set_once(&mut p.issue_count, n.as_deref().and_then(signed_number))
+                    }
+                    ProjectAttr::OpenCount => {
+                        set_once(&mut p.open_count, n.as_deref().and_then(signed_number))
+                    }
+                    ProjectAttr::Counted => {
+                        set_once(&mut p.counted, n.as_deref().and_then(plain_number))
+                    }
+                    // The bare prefix, without a field id: the general way decides.
+                    ProjectAttr::Filled => Err(TextMiss::OddValue),
+                }
+            }
+            (None, Some(attr)) => {
+                p.field_only = true;
+                match attr {
+                    CustomFieldAttr::FieldType => set_once(&mut p.field_type, s),
+                    CustomFieldAttr::Position => {
+                        set_once(&mut p.position, n.as_deref().and_then(plain_number))
+                    }
+                    // Projects declare these too: read in the arm above.
+                    CustomFieldAttr::Pk
+                    | CustomFieldAttr::Sk
+                    | CustomFieldAttr::Type
+                    | CustomFieldAttr::Name
+                    | CustomFieldAttr::Version
+                    | CustomFieldAttr::Deleted => Ok(()),
+                }
+            }
+            // Never dropped: a project or field holding it goes the general way (below).
+            (None, None) => {
+                p.unknown = true;
+                Ok(())
+            }
         };
-        p.odd |= !ok;
+        if let Err(miss) = read {
+            p.miss.get_or_insert(miss);
+        }
         Ok(())
-    })?;
-    if p.odd {
-        return Ok(None);
+    });
+    pass.map_err(|_: JsonError| TextMiss::NotJson)?;
+    if let Some(miss) = p.miss {
+        return Err(miss);
     }
-    Ok(match p.kind.as_deref() {
+    match p.kind.as_deref() {
+        // An attribute its entity does not declare goes the general way, not ignored here.
+        Some(types::PROJECT) if p.field_only || p.unknown => Err(TextMiss::UnknownAttribute),
+        Some(types::CUSTOM_FIELD) if p.project_only || p.unknown => Err(TextMiss::UnknownAttribute),
+        // A row of another type is no entity this pass reads, whatever it holds.
         Some(types::PROJECT) => project_from_parts(p).map(PartitionRow::Project),
         Some(types::CUSTOM_FIELD) => field_from_parts(p).map(PartitionRow::Field),
-        Some(_) => Some(PartitionRow::Other),
-        None => None,
-    })
+        Some(_) => Ok(PartitionRow::Other),
+        None => Err(TextMiss::MissingAttribute),
+    }
+}
+
+/// An id the one pass reads from a key attribute: missing, or not an id, it is the general
+/// path's to report.
+fn key_id<T, E>(
+    text: Option<&str>,
+    parse: impl FnOnce(&str) -> Result<T, E>,
+) -> Result<T, TextMiss> {
+    parse(text.ok_or(TextMiss::MissingAttribute)?).map_err(|_| TextMiss::BadKey)
 }
 
 /// [`decode_project_owned`] of the parts, when they make a project without its judgement.
-fn project_from_parts(p: PartitionParts<'_>) -> Option<Project> {
-    Some(Project {
-        id: ProjectId::parse(p.pk.as_deref()?).ok()?,
-        tenant: TenantId::parse(p.sk.as_deref()?).ok()?,
-        name: p.name?.into_owned(),
-        next_issue_num: p.next_issue_num?,
-        version: p.version?,
+fn project_from_parts(p: PartitionParts<'_>) -> Result<Project, TextMiss> {
+    const MISSING: TextMiss = TextMiss::MissingAttribute;
+    Ok(Project {
+        id: key_id(p.pk.as_deref(), ProjectId::parse)?,
+        tenant: key_id(p.sk.as_deref(), TenantId::parse)?,
+        name: p.name.ok_or(MISSING)?.into_owned(),
+        next_issue_num: p.next_issue_num.ok_or(MISSING)?,
+        version: p.version.ok_or(MISSING)?,
         // The defaults of `ProjectItem`.
         fields_version: p.fields_version.unwrap_or(0),
         deleted: p.deleted.is_some(),
@@ -372,13 +543,15 @@ fn project_from_parts(p: PartitionParts<'_>) -> Option<Project> {
 }
 
 /// [`decode_field_owned`] of the parts, when they make a field without its judgement.
-fn field_from_parts(p: PartitionParts<'_>) -> Option<CustomField> {
-    Some(CustomField {
-        id: FieldId::parse(p.sk.as_deref()?).ok()?,
-        project: ProjectId::parse(p.pk.as_deref()?).ok()?,
-        name: p.name?.into_owned(),
-        field_type: FieldType::parse(p.field_type.as_deref()?)?,
-        position: p.position?,
+fn field_from_parts(p: PartitionParts<'_>) -> Result<CustomField, TextMiss> {
+    const MISSING: TextMiss = TextMiss::MissingAttribute;
+    let field_type = p.field_type.as_deref().ok_or(MISSING)?;
+    Ok(CustomField {
+        id: key_id(p.sk.as_deref(), FieldId::parse)?,
+        project: key_id(p.pk.as_deref(), ProjectId::parse)?,
+        name: p.name.ok_or(MISSING)?.into_owned(),
+        field_type: FieldType::parse(field_type).ok_or(TextMiss::OddValue)?,
+        position: p.position.ok_or(MISSING)?,
         // The default of `CustomFieldItem`.
         version: p.version.unwrap_or(1),
         deleted: p.deleted.is_some(),
@@ -409,8 +582,9 @@ mod tests {
 
     use super::*;
     use crate::items::tests::{sample_issue, sample_project};
-    use crate::items::{field_items, issue_item, issue_items, project_item};
+    use crate::items::{field_items, issue_item, issue_items, project_item, SortRowAttr, VALUES};
     use crate::store::AttributeValue;
+    use crate::telemetry::Metrics;
 
     /// One way an issue's source item can differ from what writers leave, for the proptest
     /// below; `Clean` leaves it as written.
@@ -419,14 +593,15 @@ mod tests {
         Clean,
         Remove(&'static str),
         Retype(&'static str, AttributeValue),
-        Extra(&'static str, AttributeValue),
+        Extra(String, AttributeValue),
         Cell(String, AttributeValue),
     }
 
     fn twist() -> impl Strategy<Value = Twist> {
-        let names = prop::sample::select(vec![
-            "PK", "SK", "GSI1SK", "Type", "Num", "Name", "State", "Values", "Version",
-        ]);
+        // Every attribute an issue declares, and the one only index rows declare.
+        let mut declared: Vec<&'static str> = IssueAttr::ALL.iter().map(|a| a.name()).collect();
+        declared.push(FieldValueAttr::Value.name());
+        let names = prop::sample::select(declared);
         let values = prop_oneof![
             "[a-z0-9\\-\"]{0,12}".prop_map(AttributeValue::S),
             "-?[0-9]{1,11}(\\.[0-9])?".prop_map(AttributeValue::N),
@@ -442,7 +617,8 @@ mod tests {
             3 => Just(Twist::Clean),
             1 => names.clone().prop_map(Twist::Remove),
             2 => (names, values.clone()).prop_map(|(n, v)| Twist::Retype(n, v)),
-            1 => ("[A-Za-z]{1,6}", values.clone()).prop_map(|(_, v)| Twist::Extra("Other", v)),
+            // An attribute no entity declares (or, rarely, one it does).
+            2 => ("[A-Z][A-Za-z0-9]{0,7}", values.clone()).prop_map(|(n, v)| Twist::Extra(n, v)),
             2 => ("(xattrib-[0-9a-f]{4}|[a-z\\-]{0,9})", values).prop_map(|(f, v)| Twist::Cell(f, v)),
         ]
     }
@@ -470,8 +646,11 @@ mod tests {
                 Twist::Remove(name) => {
                     item.remove(name);
                 }
-                Twist::Retype(name, value) | Twist::Extra(name, value) => {
+                Twist::Retype(name, value) => {
                     item.insert(name.to_string(), value);
+                }
+                Twist::Extra(name, value) => {
+                    item.insert(name, value);
                 }
                 Twist::Cell(field, value) => {
                     if let Some(AttributeValue::M(cells)) = item.get_mut(VALUES) {
@@ -521,6 +700,21 @@ mod tests {
         ]
     }
 
+    /// The name of an attribute of a partition row: one a project or a custom field declares,
+    /// or one neither declares.
+    fn partition_attribute() -> impl Strategy<Value = String> {
+        let declared: Vec<String> = ProjectAttr::ALL
+            .iter()
+            .map(|a| a.name())
+            .chain(CustomFieldAttr::ALL.iter().map(|a| a.name()))
+            .map(str::to_owned)
+            .collect();
+        prop_oneof![
+            4 => prop::sample::select(declared),
+            1 => "[A-Z][A-Za-z0-9]{0,7}",
+        ]
+    }
+
     proptest! {
         /// A project or custom field row read from its text gives exactly what its attribute
         /// map gives (the same row, or an error with the same message), whatever it holds.
@@ -529,10 +723,7 @@ mod tests {
             field in any::<bool>(),
             twists in prop::collection::vec(
                 (
-                    prop::sample::select(vec![
-                        "PK", "SK", "Type", "Name", "FieldType", "GSI1SK", "NextIssueNum",
-                        "Position", "Version", "FieldsVersion", "Deleted", "Other",
-                    ]),
+                    partition_attribute(),
                     prop::option::of(partition_value()),
                 ),
                 0..3,
@@ -547,16 +738,16 @@ mod tests {
             let faults = twists.len();
             for (name, value) in twists {
                 match value {
-                    Some(value) => item.insert(name.to_string(), value),
-                    None => item.remove(name),
+                    Some(value) => item.insert(name, value),
+                    None => item.remove(&name),
                 };
             }
             let text = RawItem::Text {
                 text: serde_json::to_string(&item).unwrap(),
                 index_key: None,
             };
-            let typed = decode_partition_row(text).map_err(|e| e.to_string());
-            let general = decode_partition_row(RawItem::Map(item)).map_err(|e| e.to_string());
+            let typed = decode_partition_row(text, None).map_err(|e| e.to_string());
+            let general = decode_partition_row(RawItem::Map(item), None).map_err(|e| e.to_string());
             if faults <= 1 {
                 prop_assert_eq!(typed, general);
             } else {
@@ -577,20 +768,17 @@ mod tests {
         let text = serde_json::to_string(&project_item(&project)).unwrap();
         assert_eq!(
             partition_row_from_text(&text).unwrap(),
-            Some(PartitionRow::Project(project))
+            PartitionRow::Project(project)
         );
         let field = sample_issue().1[0].clone();
         let [definition, lookup] = field_items(&field);
         let text = serde_json::to_string(&definition).unwrap();
         assert_eq!(
             partition_row_from_text(&text).unwrap(),
-            Some(PartitionRow::Field(field))
+            PartitionRow::Field(field)
         );
         let text = serde_json::to_string(&lookup).unwrap();
-        assert_eq!(
-            partition_row_from_text(&text).unwrap(),
-            Some(PartitionRow::Other)
-        );
+        assert_eq!(partition_row_from_text(&text).unwrap(), PartitionRow::Other);
     }
 
     /// Rows of a batch that name other projects and fields than the rows before them keep
@@ -616,6 +804,128 @@ mod tests {
         let mut shared = SharedIds::default();
         for issue in [&first, &second, &first, &second] {
             assert_eq!(&decode_issue_raw(text(issue), &mut shared).unwrap(), issue);
+        }
+    }
+
+    /// A row holding an attribute its entity does not declare is read the general way, and
+    /// counted: the one pass never drops what it does not know.
+    #[test]
+    fn unknown_attributes_take_the_general_path_and_are_counted() {
+        let metrics = Metrics::new().unwrap();
+        let counted = |path: &str| {
+            let text = metrics.render().unwrap();
+            let line = format!(
+                "gridgate_fast_path_fallbacks_total{{path=\"{path}\",reason=\"unknown_attribute\"}} "
+            );
+            text.lines()
+                .find_map(|l| l.strip_prefix(line.as_str()))
+                .and_then(|n| n.parse::<u64>().ok())
+        };
+        let (issue, fields) = sample_issue();
+        let mut rows = issue_items(&issue, &fields).unwrap();
+        let as_text = |item: &Item| RawItem::Text {
+            text: serde_json::to_string(item).unwrap(),
+            index_key: None,
+        };
+        // As written, every row of an issue list reads in one pass.
+        for row in &rows {
+            let text = serde_json::to_string(row).unwrap();
+            assert!(issue_row_from_text(&text, &mut SharedIds::default()).is_ok());
+        }
+        // An attribute nobody declares, an index row's `Value` on an issue, and an issue's
+        // `Num` on an index row.
+        rows[0].insert("Priority".into(), AttributeValue::S("high".into()));
+        let mut with_value = issue_items(&issue, &fields).unwrap().remove(0);
+        with_value.insert(
+            FieldValueAttr::Value.name().into(),
+            AttributeValue::N("1".into()),
+        );
+        let mut sort_row = rows[1].clone();
+        sort_row.insert(IssueAttr::Num.name().into(), AttributeValue::N("1".into()));
+        let mut ids = SharedIds::counting(Some(metrics.fallbacks()));
+        for item in [&rows[0], &with_value, &sort_row] {
+            let text = serde_json::to_string(item).unwrap();
+            assert_eq!(
+                issue_row_from_text(&text, &mut SharedIds::default()).err(),
+                Some(TextMiss::UnknownAttribute),
+                "{text}"
+            );
+            let typed = decode_issue_list_row(as_text(item), &mut ids).map_err(|e| e.to_string());
+            let general = decode_issue_list_row(RawItem::Map(item.clone()), &mut ids)
+                .map_err(|e| e.to_string());
+            assert_eq!(typed, general);
+        }
+        assert_eq!(counted("issue_text"), Some(3));
+
+        let mut project = project_item(&sample_project());
+        project.insert("Colour".into(), AttributeValue::S("red".into()));
+        let [mut field, _] = field_items(&sample_issue().1[0]);
+        field.insert(
+            ProjectAttr::NextIssueNum.name().into(),
+            AttributeValue::N("2".into()),
+        );
+        for item in [project, field] {
+            let text = serde_json::to_string(&item).unwrap();
+            assert_eq!(
+                partition_row_from_text(&text).err(),
+                Some(TextMiss::UnknownAttribute),
+                "{text}"
+            );
+            let fallbacks = metrics.fallbacks();
+            let typed = decode_partition_row(as_text(&item), Some(&fallbacks));
+            let general = decode_partition_row(RawItem::Map(item), None);
+            assert_eq!(
+                typed.map_err(|e| e.to_string()),
+                general.map_err(|e| e.to_string())
+            );
+        }
+        assert_eq!(counted("partition_text"), Some(2));
+    }
+
+    #[test]
+    fn attributes_shared_with_index_rows_are_declared_by_them() {
+        for attr in IssueAttr::ALL {
+            assert_eq!(
+                declared_by_index_rows(*attr),
+                FieldValueAttr::of(attr.name()).is_some(),
+                "{attr:?}"
+            );
+        }
+        for attr in SortRowAttr::ALL {
+            assert!(IssueAttr::of(attr.name()).is_some_and(declared_by_index_rows));
+        }
+    }
+
+    /// Each way a stored text leaves the one pass is told apart, for the fall-back's reason.
+    #[test]
+    fn the_reasons_of_a_fall_back_are_told_apart() {
+        let (issue, fields) = sample_issue();
+        let clean = serde_json::to_string(&issue_items(&issue, &fields).unwrap()[0]).unwrap();
+        let reason = |text: &str| issue_row_from_text(text, &mut SharedIds::default()).err();
+        assert_eq!(reason(&clean), None);
+        let cases = [
+            (
+                clean.replacen("\"Num\"", "\"Priority\"", 1),
+                TextMiss::UnknownAttribute,
+            ),
+            (
+                clean.replacen(r#"{"N":"1"}"#, r#"{"S":"1"}"#, 1),
+                TextMiss::OddValue,
+            ),
+            (clean.replacen("issue-020e", "issue-!", 1), TextMiss::BadKey),
+            (
+                clean.replacen('{', r#"{"Num":{"N":"1"},"#, 1),
+                TextMiss::RepeatedAttribute,
+            ),
+            (
+                clean.replacen("\"Name\"", "\"GSI1SK\"", 1),
+                TextMiss::MissingAttribute,
+            ),
+            (clean[..clean.len() - 1].to_string(), TextMiss::NotJson),
+        ];
+        for (text, expected) in cases {
+            assert_ne!(text, clean, "{expected:?}");
+            assert_eq!(reason(&text), Some(expected), "{text}");
         }
     }
 }

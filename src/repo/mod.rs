@@ -34,6 +34,7 @@ use crate::store::{
     retry, CallBudget, CostMeter, CostReport, DynStore, Index, Item, Key, Metered, Query, RawItem,
     SortCondition, StoreError,
 };
+use crate::telemetry::Fallbacks;
 
 /// Errors of the data layer: the store failed, or it returned an item that cannot be read.
 #[derive(Debug, thiserror::Error)]
@@ -190,6 +191,9 @@ pub struct Repo {
     budget: ReadBudget,
     access: Access,
     cursors: Arc<CursorKeys>,
+    /// The application's fall-back counters, for the decoders of what this repo reads and the
+    /// request's planned rows (none without metrics).
+    fallbacks: Option<Fallbacks>,
 }
 
 impl Repo {
@@ -204,6 +208,7 @@ impl Repo {
             budget: ReadBudget::new(limits),
             access: Access::Unrestricted,
             cursors: Arc::new(CursorKeys::random()),
+            fallbacks: None,
         }
     }
 
@@ -231,7 +236,19 @@ impl Repo {
             budget: ReadBudget::new(limits),
             access,
             cursors,
+            fallbacks: None,
         }
+    }
+
+    /// This repo, counting its fast paths' fall-backs in `fallbacks` (the application's).
+    pub fn with_fallbacks(mut self, fallbacks: Option<Fallbacks>) -> Self {
+        self.fallbacks = fallbacks;
+        self
+    }
+
+    /// The application's fall-back counters, when it has metrics.
+    pub fn fallbacks(&self) -> Option<&Fallbacks> {
+        self.fallbacks.as_ref()
     }
 
     /// Who the repo reads and writes for.
@@ -361,7 +378,7 @@ impl Repo {
         let mut fields = Vec::new();
         let mut retired = Vec::new();
         for raw in found {
-            match items::decode_partition_row(raw)? {
+            match items::decode_partition_row(raw, self.fallbacks())? {
                 PartitionRow::Project(found) => project = Some(found),
                 PartitionRow::Field(field) if field.deleted => retired.push(field),
                 PartitionRow::Field(field) => fields.push(field),
@@ -436,7 +453,7 @@ impl Repo {
                 .collect(),
             _ => retry::batch_get_all_raw(self.store.as_ref(), &store_keys).await?,
         };
-        let mut ids = items::SharedIds::default();
+        let mut ids = items::SharedIds::counting(self.fallbacks.clone());
         found
             .into_iter()
             .map(|raw| {
@@ -597,6 +614,7 @@ impl Repo {
             store: self.store.clone(),
             project: project.clone(),
             filter,
+            fallbacks: self.fallbacks.clone(),
         });
         let page = self
             .page(
@@ -638,7 +656,7 @@ impl Repo {
         page: Page,
     ) -> Result<Paged<IssueRow>, RepoError> {
         let scope = self.issues_scope(tenant, project, list);
-        let mut ids = items::SharedIds::default();
+        let mut ids = items::SharedIds::counting(self.fallbacks.clone());
         paged(&scope, page, |raw| {
             match items::decode_issue_list_row(raw, &mut ids)? {
                 IssueListRow::Issue(issue) => Ok(IssueRow::Loaded(issue)),
@@ -665,12 +683,13 @@ struct IssueSieve {
     store: DynStore,
     project: ProjectId,
     filter: Predicate,
+    fallbacks: Option<Fallbacks>,
 }
 
 #[async_trait::async_trait]
 impl paging::Sieve for IssueSieve {
     async fn sift(&self, rows: Vec<paging::Row>) -> Result<Vec<paging::Row>, StoreError> {
-        let mut ids = items::SharedIds::default();
+        let mut ids = items::SharedIds::counting(self.fallbacks.clone());
         let corrupt = |e: ItemError| StoreError::Corrupt(e.to_string());
         // Each row with its issue, or the id of the issue still to load.
         let mut decided = Vec::with_capacity(rows.len());

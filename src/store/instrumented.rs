@@ -26,13 +26,15 @@ use super::{
     ScanOutput, Store, StoreError, WriteOp, WriteOutput,
 };
 use crate::telemetry::metrics::CallRecord;
-use crate::telemetry::{DynamoOp, StoreMetrics};
+use crate::telemetry::{DynamoOp, LiftMiss, StoreMetrics};
 
-/// Attempts of the call in progress, as the DynamoDB client makes them.
+/// Attempts of the call in progress, as the DynamoDB client makes them, and whether its
+/// items fell back to the SDK's deserializer.
 #[derive(Clone, Copy, Debug, Default)]
 struct Attempts {
     attempts: u32,
     throttles: u32,
+    lift_fallback: Option<LiftMiss>,
 }
 
 tokio::task_local! {
@@ -51,6 +53,17 @@ pub(crate) fn note_attempt(throttled: bool) {
         let mut attempts = cell.get();
         attempts.attempts += 1;
         attempts.throttles += u32::from(throttled);
+        cell.set(attempts);
+    });
+}
+
+/// Notes that the call in progress read its items the SDK's way rather than lifted out of
+/// the response (`store::dynamodb::lift`), and why; counted with the call's metrics. Outside
+/// an instrumented call it does nothing.
+pub(crate) fn note_lift_fallback(miss: LiftMiss) {
+    let _ = CALL.try_with(|cell| {
+        let mut attempts = cell.get();
+        attempts.lift_fallback = Some(miss);
         cell.set(attempts);
     });
 }
@@ -124,6 +137,7 @@ impl Instrumented {
             retries,
             throttles: attempts.throttles,
             unprocessed_retry,
+            lift_fallback: attempts.lift_fallback,
             ..CallRecord::default()
         };
         match &result {
@@ -360,5 +374,33 @@ mod tests {
         assert_eq!((attempts.attempts, attempts.throttles), (2, 1));
         // Outside a call there is nothing to count, and nothing fails.
         note_attempt(true);
+    }
+
+    /// A DynamoDB read whose items the SDK deserialized (noted by the store inside the call)
+    /// is counted as a fall-back of the lift, with its reason, in the application's metrics.
+    #[tokio::test]
+    async fn lift_fallbacks_are_counted_with_the_call() {
+        let dir = tempfile::tempdir().unwrap();
+        let raw = EmbeddedStore::open(dir.path(), "t").unwrap();
+        let metrics = Metrics::new().unwrap();
+        let store = Instrumented::new(Arc::new(raw), "api", Some(metrics.store("api")));
+        let line =
+            "gridgate_fast_path_fallbacks_total{path=\"dynamodb_items\",reason=\"unexpected\"}";
+        for fell_back in [false, true] {
+            let call = async {
+                if fell_back {
+                    note_lift_fallback(LiftMiss::Unexpected);
+                }
+                Ok::<(), StoreError>(())
+            };
+            store
+                .call(DynamoOp::Query, None, call, |_| (0, 0, Capacity::default()))
+                .await
+                .unwrap();
+            let text = metrics.render().unwrap();
+            assert_eq!(counter(&text, line), f64::from(u8::from(fell_back)));
+        }
+        // Outside an instrumented call there is nothing to count in, and nothing fails.
+        note_lift_fallback(LiftMiss::Unseen);
     }
 }

@@ -19,10 +19,12 @@
 //! | `gridgate_dynamodb_retries_total` | counter | `operation`, `source` |
 //! | `gridgate_dynamodb_throttles_total` | counter | `operation`, `source` |
 //! | `gridgate_dynamodb_unprocessed_retries_total` | counter | `operation`, `source` |
+//! | `gridgate_fast_path_fallbacks_total` | counter | `path`, `reason` (see [`Fallback`]) |
 //!
 //! The hot path does no label look-up: the store metrics of each operation are resolved
 //! once, per source, into handles (atomics) by [`Metrics::store`].
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use prometheus::{
@@ -77,6 +79,208 @@ impl DynamoOp {
     }
 }
 
+/// A fast path that fell back to its general twin, and why: the `path` and `reason` labels
+/// of `gridgate_fast_path_fallbacks_total`. Each path has its own closed set of reasons, so
+/// the labels are a fixed, small set (never text from a request or a row).
+///
+/// A fall-back answers exactly as the fast path would have (each path's tests hold the two
+/// together), only slower; outside odd data and odd queries the counter stays at zero, and a
+/// test asserts that the README's grid queries never fall back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fallback {
+    /// `graphql/rows`: a grid list (rows, edges, cells, a project's fields) was resolved by
+    /// async-graphql's executor instead of by plan.
+    Plan(PlanMiss),
+    /// `items::decode_issue_list_row` / `decode_issue_raw`: an issue-list row's stored text
+    /// was decoded through an attribute map instead of in one typed pass.
+    IssueText(TextMiss),
+    /// `items::decode_partition_row`: a project partition row's stored text was decoded
+    /// through an attribute map instead of in one typed pass.
+    PartitionText(TextMiss),
+    /// `store::dynamodb::lift`: a read's items were deserialized by the SDK instead of lifted
+    /// out of the response body.
+    Lift(LiftMiss),
+}
+
+/// Why a selection set took no plan (`graphql/rows`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlanMiss {
+    /// A directive other than `@skip`/`@include` (which are gone by then).
+    Directive,
+    /// A fragment on another type (an interface), one nested too deep, or one not defined.
+    Fragment,
+    /// A field with arguments.
+    Argument,
+    /// A field the plan leaves to the executor (one that loads something else).
+    Field,
+    /// Two selections under one response key, which GraphQL merges.
+    MergedKey,
+    /// More fields in one selection set than a plan takes.
+    Size,
+    /// The row's project could not be loaded for its cells, so the executor reports it.
+    Project,
+}
+
+/// Why a stored row's text took the attribute-map way (`items::raw`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TextMiss {
+    /// An attribute the row's entity does not declare.
+    UnknownAttribute,
+    /// An attribute given twice (an attribute map keeps the last).
+    RepeatedAttribute,
+    /// A value of another type than its attribute's, or one the pass does not read as is
+    /// (a number written unusually, a cell that is neither a string nor a number).
+    OddValue,
+    /// An attribute the entity requires is missing, or the row has no `Type`.
+    MissingAttribute,
+    /// A key that is not the id it should be, or a row of another entity than the one asked
+    /// for (an index row where an issue was expected).
+    BadKey,
+    /// The text is not DynamoDB JSON (the general way reports the error).
+    NotJson,
+}
+
+/// Why a read's items were left to the SDK (`store::dynamodb::lift`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LiftMiss {
+    /// The response body is not UTF-8.
+    NotUtf8,
+    /// The body is not the envelope expected, or `ddbjson` refused an item.
+    Unexpected,
+    /// The interceptor never saw the response body.
+    Unseen,
+}
+
+impl PlanMiss {
+    pub const ALL: [PlanMiss; 7] = [
+        PlanMiss::Directive,
+        PlanMiss::Fragment,
+        PlanMiss::Argument,
+        PlanMiss::Field,
+        PlanMiss::MergedKey,
+        PlanMiss::Size,
+        PlanMiss::Project,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlanMiss::Directive => "directive",
+            PlanMiss::Fragment => "fragment",
+            PlanMiss::Argument => "argument",
+            PlanMiss::Field => "field",
+            PlanMiss::MergedKey => "merged_key",
+            PlanMiss::Size => "size",
+            PlanMiss::Project => "project",
+        }
+    }
+}
+
+impl TextMiss {
+    pub const ALL: [TextMiss; 6] = [
+        TextMiss::UnknownAttribute,
+        TextMiss::RepeatedAttribute,
+        TextMiss::OddValue,
+        TextMiss::MissingAttribute,
+        TextMiss::BadKey,
+        TextMiss::NotJson,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TextMiss::UnknownAttribute => "unknown_attribute",
+            TextMiss::RepeatedAttribute => "repeated_attribute",
+            TextMiss::OddValue => "odd_value",
+            TextMiss::MissingAttribute => "missing_attribute",
+            TextMiss::BadKey => "bad_key",
+            TextMiss::NotJson => "not_json",
+        }
+    }
+}
+
+impl LiftMiss {
+    pub const ALL: [LiftMiss; 3] = [LiftMiss::NotUtf8, LiftMiss::Unexpected, LiftMiss::Unseen];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LiftMiss::NotUtf8 => "not_utf8",
+            LiftMiss::Unexpected => "unexpected",
+            LiftMiss::Unseen => "unseen",
+        }
+    }
+}
+
+/// How many (path, reason) series there are: the length of [`Fallback::all`].
+const FALLBACKS: usize = PlanMiss::ALL.len() + 2 * TextMiss::ALL.len() + LiftMiss::ALL.len();
+
+impl Fallback {
+    /// The `path` label.
+    pub fn path(self) -> &'static str {
+        match self {
+            Fallback::Plan(_) => "graphql_rows",
+            Fallback::IssueText(_) => "issue_text",
+            Fallback::PartitionText(_) => "partition_text",
+            Fallback::Lift(_) => "dynamodb_items",
+        }
+    }
+
+    /// The `reason` label.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Fallback::Plan(miss) => miss.as_str(),
+            Fallback::IssueText(miss) | Fallback::PartitionText(miss) => miss.as_str(),
+            Fallback::Lift(miss) => miss.as_str(),
+        }
+    }
+
+    /// Every path and reason, in the order of [`Fallback::index`].
+    pub fn all() -> impl Iterator<Item = Fallback> {
+        let plans = PlanMiss::ALL.into_iter().map(Fallback::Plan);
+        let issues = TextMiss::ALL.into_iter().map(Fallback::IssueText);
+        let partitions = TextMiss::ALL.into_iter().map(Fallback::PartitionText);
+        let lifts = LiftMiss::ALL.into_iter().map(Fallback::Lift);
+        plans.chain(issues).chain(partitions).chain(lifts)
+    }
+
+    /// This fall-back's place in [`Fallback::all`]: the reasons' declaration order, each
+    /// path after the ones before it.
+    fn index(self) -> usize {
+        let plans = PlanMiss::ALL.len();
+        let texts = TextMiss::ALL.len();
+        match self {
+            Fallback::Plan(miss) => miss as usize,
+            Fallback::IssueText(miss) => plans + miss as usize,
+            Fallback::PartitionText(miss) => plans + texts + miss as usize,
+            Fallback::Lift(miss) => plans + 2 * texts + miss as usize,
+        }
+    }
+}
+
+/// The fall-back counters of one application, every series resolved up front: counting one
+/// is an index and an atomic increment, and only the fall-back branches count (the fast
+/// paths do not touch this). Cloning shares the counters.
+#[derive(Clone)]
+pub struct Fallbacks(Arc<[IntCounter; FALLBACKS]>);
+
+impl Fallbacks {
+    /// Counts one fall-back.
+    pub fn count(&self, fallback: Fallback) {
+        self.0[fallback.index()].inc();
+    }
+}
+
+/// Counts a fall-back when there are counters to count it in (metrics may be off).
+pub fn count_fallback(fallbacks: Option<&Fallbacks>, fallback: Fallback) {
+    if let Some(fallbacks) = fallbacks {
+        fallbacks.count(fallback);
+    }
+}
+
+impl std::fmt::Debug for Fallbacks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fallbacks").finish_non_exhaustive()
+    }
+}
+
 /// The metrics of one application, and the registry they are rendered from.
 #[derive(Clone)]
 pub struct Metrics {
@@ -87,6 +291,7 @@ pub struct Metrics {
     in_flight: IntGauge,
     refusals: IntCounterVec,
     store: StoreFamilies,
+    fallbacks: Fallbacks,
 }
 
 /// The store metric families, before their labels are resolved.
@@ -242,6 +447,27 @@ impl Metrics {
                 )?,
             )?,
         };
+        let fallbacks = register(
+            &registry,
+            IntCounterVec::new(
+                Opts::new(
+                    "gridgate_fast_path_fallbacks_total",
+                    "Fast paths that fell back to their general twin (same answer, slower), by \
+                     path and reason",
+                ),
+                &["path", "reason"],
+            )?,
+        )?;
+        // Every series exists (at zero) from the start, so an alert on any increase works
+        // from the first scrape, and the hot path never looks a label up.
+        let counters: Vec<IntCounter> = Fallback::all()
+            .map(|fallback| fallbacks.with_label_values(&[fallback.path(), fallback.reason()]))
+            .collect();
+        let fallbacks = Fallbacks(Arc::new(counters.try_into().map_err(|_| {
+            TelemetryError::Metrics(prometheus::Error::Msg(
+                "fall-back series do not match their reasons".into(),
+            ))
+        })?));
         Ok(Metrics {
             registry,
             requests,
@@ -249,7 +475,14 @@ impl Metrics {
             in_flight,
             refusals,
             store,
+            fallbacks,
         })
+    }
+
+    /// The fall-back counters (`gridgate_fast_path_fallbacks_total`), for the layers whose
+    /// fast paths fall back: handed down to them, never looked up.
+    pub fn fallbacks(&self) -> Fallbacks {
+        self.fallbacks.clone()
     }
 
     /// The store metrics of the calls made by `source` (`api`, `sweep`), every operation's
@@ -259,6 +492,7 @@ impl Metrics {
         StoreMetrics {
             source,
             errors: f.errors.clone(),
+            fallbacks: self.fallbacks.clone(),
             ops: DynamoOp::ALL.map(|op| {
                 let labels = [op.as_str(), source];
                 OpMetrics {
@@ -325,6 +559,8 @@ impl Drop for InFlight {
 pub struct StoreMetrics {
     source: &'static str,
     errors: IntCounterVec,
+    /// Where a call whose items the SDK read (`CallRecord::lift_fallback`) is counted.
+    fallbacks: Fallbacks,
     /// Indexed like [`DynamoOp::ALL`].
     ops: [OpMetrics; 6],
 }
@@ -354,6 +590,9 @@ pub struct CallRecord {
     pub unprocessed_retry: bool,
     /// The kind of error the call failed with (`StoreError::kind`).
     pub error: Option<&'static str>,
+    /// Why the call's items were read by the SDK rather than lifted out of the response
+    /// (`store::dynamodb::lift`), when they were.
+    pub lift_fallback: Option<LiftMiss>,
 }
 
 impl StoreMetrics {
@@ -382,6 +621,9 @@ impl StoreMetrics {
         if call.unprocessed_retry {
             m.unprocessed_retries.inc();
         }
+        if let Some(miss) = call.lift_fallback {
+            self.fallbacks.count(Fallback::Lift(miss));
+        }
         if let Some(error) = call.error {
             // Errors are rare: their series are resolved when they happen.
             self.errors
@@ -406,6 +648,7 @@ mod tests {
                 read_units: 1.5,
                 retries: 2,
                 throttles: 1,
+                lift_fallback: Some(LiftMiss::Unexpected),
                 ..CallRecord::default()
             },
         );
@@ -438,11 +681,36 @@ mod tests {
             "gridgate_dynamodb_throttles_total{operation=\"Query\",source=\"api\"} 1",
             "gridgate_dynamodb_errors_total{error=\"condition_failed\",operation=\"TransactWriteItems\",source=\"api\"} 1",
             "gridgate_admission_refusals_total{caller=\"tenant\",reason=\"rate\"} 1",
+            "gridgate_fast_path_fallbacks_total{path=\"dynamodb_items\",reason=\"unexpected\"} 1",
+            "gridgate_fast_path_fallbacks_total{path=\"graphql_rows\",reason=\"field\"} 0",
         ] {
             assert!(
                 text.lines().any(|l| l == line),
                 "missing {line:?} in\n{text}"
             );
+        }
+    }
+
+    #[test]
+    fn every_fallback_has_its_own_series() {
+        let metrics = Metrics::new().unwrap();
+        let all: Vec<Fallback> = Fallback::all().collect();
+        assert_eq!(all.len(), FALLBACKS);
+        for (i, fallback) in all.iter().enumerate() {
+            assert_eq!(fallback.index(), i, "{fallback:?}");
+        }
+        metrics
+            .fallbacks()
+            .count(Fallback::IssueText(TextMiss::UnknownAttribute));
+        let text = metrics.render().unwrap();
+        for fallback in all {
+            let n = u8::from(fallback == Fallback::IssueText(TextMiss::UnknownAttribute));
+            let line = format!(
+                "gridgate_fast_path_fallbacks_total{{path=\"{}\",reason=\"{}\"}} {n}",
+                fallback.path(),
+                fallback.reason()
+            );
+            assert!(text.lines().any(|l| l == line), "missing {line:?}");
         }
     }
 

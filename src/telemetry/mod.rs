@@ -19,7 +19,10 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::EnvFilter;
 
-pub use metrics::{DynamoOp, Metrics, StoreMetrics};
+pub use metrics::{
+    count_fallback, DynamoOp, Fallback, Fallbacks, LiftMiss, Metrics, PlanMiss, StoreMetrics,
+    TextMiss,
+};
 
 /// Errors of setting up telemetry; they stop the process before it serves.
 #[derive(Debug, thiserror::Error)]

@@ -16,10 +16,10 @@ use gridgate::app::Settings;
 use gridgate::auth::{AuthArgs, AuthMode, Authenticator};
 use gridgate::paging::Limits;
 use gridgate::store::{
-    BatchGetOutput, DynStore, GetOutput, Item, Key, Query, QueryOutput, RawItem, ScanOutput, Store,
-    StoreError, WriteOp, WriteOutput,
+    AttributeValue, BatchGetOutput, DynStore, GetOutput, Item, Key, Query, QueryOutput, RawItem,
+    ScanOutput, Store, StoreError, WriteOp, WriteOutput,
 };
-use serde_json::json;
+use serde_json::{json, Value};
 use tokio::sync::Notify;
 
 const BRIDGE: &str = "project-35e9";
@@ -697,10 +697,201 @@ async fn metrics_can_be_turned_off(backend: Backend) {
     assert_eq!(data["__typename"], "Query");
 }
 
+// ---------------------------------------------------------------------------------------------
+// Fast paths and their fall-backs.
+
+/// The README's grid query (its first `graphql` block) with its `issues` arguments taken from
+/// variables, so that each ordering it describes runs forward and backward.
+fn readme_grid_query() -> String {
+    let readme = include_str!("../../README.md");
+    let fence = "```graphql\n";
+    let start = readme.find(fence).expect("README shows a grid query") + fence.len();
+    let block = &readme[start..];
+    let block = &block[..block.find("```").expect("the block ends")];
+    let args = block.find("issues(").expect("the grid asks for issues") + "issues(".len();
+    let args_end = args + block[args..].find(") {").expect("the issues arguments end");
+    let query = format!(
+        "{}first: $first, last: $last, orderBy: $order, filter: $filter{}",
+        &block[..args],
+        &block[args_end..]
+    );
+    let body = query
+        .trim_start()
+        .strip_prefix('{')
+        .expect("an anonymous query");
+    format!(
+        "query Grid($first: Int, $last: Int, $order: IssueOrder, $filter: IssueFilter) {{{body}"
+    )
+}
+
+/// The variables of every grid page the README describes: sorted by each column (`NUM`,
+/// `NAME`, `STATE`, a custom field) in both directions, paged forward and backward, without a
+/// filter and with each kind of filter (one the state partition answers, a range on a column,
+/// one tested on the rows read).
+fn readme_grid_pages() -> Vec<serde_json::Value> {
+    let filters = [
+        Value::Null,
+        json!({"column": {"field": "STATE"}, "eq": "OPEN"}),
+        json!({"column": {"field": "CUSTOM_FIELD", "customFieldId": "xattrib-3812"}, "gte": "2023-01-01"}),
+        json!({"or": [{"column": {"field": "NAME"}, "contains": "E"}, {"not": {"column": {"field": "NUM"}, "lt": "2"}}]}),
+    ];
+    let orders = [
+        json!({"field": "NUM"}),
+        json!({"field": "NAME"}),
+        json!({"field": "STATE"}),
+        json!({"field": "CUSTOM_FIELD", "customFieldId": "xattrib-3812"}),
+    ];
+    let mut pages = Vec::new();
+    for order in orders {
+        for direction in ["ASC", "DESC"] {
+            let mut order = order.clone();
+            order["direction"] = json!(direction);
+            for filter in &filters {
+                pages.push(json!({"first": 20, "order": order.clone(), "filter": filter}));
+                pages.push(json!({"last": 20, "order": order.clone(), "filter": filter}));
+            }
+        }
+    }
+    pages
+}
+
+fn fallbacks(m: &Exposition, path: &str, reason: &str) -> f64 {
+    m.value(
+        "gridgate_fast_path_fallbacks_total",
+        &[("path", path), ("reason", reason)],
+    )
+}
+
+async fn readme_grid_pages_never_fall_back(backend: Backend) {
+    let app = demo_app(backend).await;
+    let query = readme_grid_query();
+    let first = scrape(&app).await;
+    // Every series is exported from the start, at zero.
+    assert_eq!(
+        fallbacks(&first, "graphql_rows", "field")
+            + fallbacks(&first, "issue_text", "unknown_attribute"),
+        0.0
+    );
+    assert!(first
+        .samples
+        .iter()
+        .any(|s| s.name == "gridgate_fast_path_fallbacks_total"));
+    for variables in readme_grid_pages() {
+        let body = app.post(&query, variables.clone()).await;
+        assert!(body.get("errors").is_none(), "{variables}: {body:#}");
+        let edges = body["data"]["project"]["issues"]["edges"].as_array();
+        assert!(
+            edges.is_some_and(|e| !e.is_empty()),
+            "{variables}: {body:#}"
+        );
+        let m = scrape(&app).await;
+        assert_eq!(
+            m.sum("gridgate_fast_path_fallbacks_total", &[]),
+            0.0,
+            "{variables} fell back"
+        );
+    }
+}
+
+async fn fall_backs_are_counted_by_path_and_reason(backend: Backend) {
+    let app = demo_app(backend).await;
+    let page = |selection: &str| {
+        format!("query($p: ID!) {{ project(id: $p) {{ issues(first: 3) {{ {selection} }} }} }}")
+    };
+    let nums = vec!["num"; 33].join(" ");
+    // Selections no plan covers: the executor answers them, and each row it resolves is
+    // counted once (an edge list once more, as a list).
+    for (selection, reason, lists) in [
+        ("nodes { num project { id } }".to_string(), "field", 0.0),
+        (
+            r#"nodes { num fieldValue(fieldId: "xattrib-3812") { value } }"#.to_string(),
+            "argument",
+            0.0,
+        ),
+        ("nodes { a: num a: num }".to_string(), "merged_key", 0.0),
+        ("nodes { ... on Node { id } }".to_string(), "fragment", 0.0),
+        (format!("nodes {{ {nums} }}"), "size", 0.0),
+        (
+            "edges { cursor node { project { id } } }".to_string(),
+            "field",
+            1.0,
+        ),
+    ] {
+        let before = scrape(&app).await;
+        let body = app.post(&page(&selection), json!({"p": BRIDGE})).await;
+        assert!(body.get("errors").is_none(), "{selection}: {body:#}");
+        let issues = &body["data"]["project"]["issues"];
+        let rows = issues["nodes"]
+            .as_array()
+            .or(issues["edges"].as_array())
+            .map_or(0, Vec::len);
+        assert_eq!(rows, 3, "{body:#}");
+        let after = scrape(&app).await;
+        assert_eq!(
+            fallbacks(&after, "graphql_rows", reason) - fallbacks(&before, "graphql_rows", reason),
+            rows as f64 + lists,
+            "{selection}"
+        );
+        assert_eq!(
+            after.sum("gridgate_fast_path_fallbacks_total", &[])
+                - before.sum("gridgate_fast_path_fallbacks_total", &[]),
+            rows as f64 + lists,
+            "{selection}: only its own reason"
+        );
+    }
+
+    // Rows whose text the typed decoders do not take as it is (the embedded store hands rows
+    // over as text; DynamoDB's come as attribute maps). First a cell that is neither a string
+    // nor a number, which sends its issue the general way (which leaves that cell out, with a
+    // warning).
+    if app.backend == Backend::Embedded {
+        let grid = readme_grid_query();
+        let num = json!({"first": 20, "order": {"field": "NUM"}});
+        let key = Key::new("issue-020e", BRIDGE);
+        let mut item = app.store.get(&key).await.unwrap().item.expect("demo row");
+        let Some(AttributeValue::M(cells)) = item.get_mut("Values") else {
+            panic!("the demo issue has cells: {item:?}");
+        };
+        cells.insert("xattrib-3812".into(), AttributeValue::Bool(true));
+        app.store.batch_put(vec![item]).await.unwrap();
+        let before = scrape(&app).await;
+        app.data(&grid, num.clone()).await;
+        let after = scrape(&app).await;
+        assert_eq!(
+            fallbacks(&after, "issue_text", "odd_value")
+                - fallbacks(&before, "issue_text", "odd_value"),
+            1.0
+        );
+
+        // An attribute their entity does not declare sends an issue row and the project row
+        // the general way (never dropped by the one pass), and the page answers as before.
+        let clean = app.data(&grid, num.clone()).await;
+        for key in [
+            Key::new("issue-67d1", BRIDGE),
+            Key::new(BRIDGE, "tenant-0807"),
+        ] {
+            let mut item = app.store.get(&key).await.unwrap().item.expect("demo row");
+            item.insert("Extra".into(), AttributeValue::S("kept".into()));
+            app.store.batch_put(vec![item]).await.unwrap();
+        }
+        let before = scrape(&app).await;
+        assert_eq!(app.data(&grid, num).await, clean);
+        let after = scrape(&app).await;
+        let delta = |path| {
+            fallbacks(&after, path, "unknown_attribute")
+                - fallbacks(&before, path, "unknown_attribute")
+        };
+        assert_eq!(delta("issue_text"), 1.0);
+        assert!(delta("partition_text") >= 1.0);
+    }
+}
+
 crate::both_stores!(
     a_grid_page_is_counted_exactly,
     refusals_are_counted_by_code,
     requests_in_flight_are_gauged,
     unprocessed_keys_are_retried_and_counted,
     metrics_can_be_turned_off,
+    readme_grid_pages_never_fall_back,
+    fall_backs_are_counted_by_path_and_reason,
 );

@@ -14,7 +14,8 @@
 //! slot, and wraps the response body; the SDK collects the body, the wrapper splits it when it
 //! ends and leaves the items in the slot. Whenever anything is unexpected (a status other than
 //! 200, a body that is not the envelope expected, an item `ddbjson` refuses) the body passes
-//! through unchanged and the slot stays empty, so the caller reads the SDK's items as before:
+//! through unchanged and the slot holds the reason, so the caller reads the SDK's items as
+//! before (and counts the fall-back, `gridgate_fast_path_fallbacks_total{path="dynamodb_items"}`):
 //! this path can make a read faster, never different.
 
 use std::future::Future;
@@ -31,6 +32,7 @@ use http_body::{Body, Frame, SizeHint};
 
 use crate::store::ddbjson::{self, ItemsShape};
 use crate::store::Item;
+use crate::telemetry::LiftMiss;
 
 /// Which member of the response holds the items.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,8 +56,9 @@ impl Member {
     }
 }
 
-/// Where a lifted body leaves its items: `None` until a response was split.
-type Slot = Arc<Mutex<Option<Vec<Item>>>>;
+/// Where a lifted body leaves its items, or why it could not: `None` until a response body
+/// ended.
+type Slot = Arc<Mutex<Option<Result<Vec<Item>, LiftMiss>>>>;
 
 #[derive(Clone)]
 struct Lift {
@@ -69,10 +72,13 @@ tokio::task_local! {
 }
 
 /// Runs one SDK call (`call`, the future of its `send()`) with the items of `member` lifted out
-/// of its response. Returns the call's output and the lifted items; `None` means they were
-/// not lifted (the call failed, or the body was not as expected) and the SDK's output holds
-/// them instead.
-pub(super) async fn lifting<F: Future>(member: Member, call: F) -> (F::Output, Option<Vec<Item>>) {
+/// of its response. Returns the call's output and the lifted items, or why they were not
+/// lifted (the call failed, or the body was not as expected), in which case the SDK's output
+/// holds them instead.
+pub(super) async fn lifting<F: Future>(
+    member: Member,
+    call: F,
+) -> (F::Output, Result<Vec<Item>, LiftMiss>) {
     let slot = Slot::default();
     let lift = Lift {
         member,
@@ -80,7 +86,7 @@ pub(super) async fn lifting<F: Future>(member: Member, call: F) -> (F::Output, O
     };
     let output = LIFT.scope(lift, call).await;
     let items = slot.lock().unwrap_or_else(PoisonError::into_inner).take();
-    (output, items)
+    (output, items.unwrap_or(Err(LiftMiss::Unseen)))
 }
 
 /// DynamoDB's largest response body: a BatchGetItem returns at most 16 MB of items.
@@ -161,12 +167,14 @@ impl Body for LiftBody {
                     let Some(lift) = this.lift.take() else {
                         return Poll::Ready(None);
                     };
+                    let mut slot = lift.slot.lock().unwrap_or_else(PoisonError::into_inner);
                     let out = match split(&body, lift.member) {
                         Ok((envelope, items)) => {
-                            *lift.slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(items);
+                            *slot = Some(Ok(items));
                             envelope
                         }
-                        Err(reason) => {
+                        Err((miss, reason)) => {
+                            *slot = Some(Err(miss));
                             tracing::debug!(
                                 member = lift.member.name(),
                                 reason,
@@ -191,18 +199,22 @@ impl Body for LiftBody {
     }
 }
 
+/// Why a body was left to the SDK: the fall-back's reason, and its words for the log.
+type Refusal = (LiftMiss, &'static str);
+
 /// Splits a response body into the envelope without `member` (JSON text) and the items that
-/// member held, in one pass (`ddbjson::split_response`). Refuses (with the reason) anything
-/// but a JSON object whose member has the expected shape; an absent member lifts no items.
-fn split(body: &[u8], member: Member) -> Result<(Vec<u8>, Vec<Item>), &'static str> {
-    let text = std::str::from_utf8(body).map_err(|_| "body is not UTF-8")?;
+/// member held, in one pass (`ddbjson::split_response`). Refuses (with the reason, and its
+/// words for the log) anything but a JSON object whose member has the expected shape; an
+/// absent member lifts no items.
+fn split(body: &[u8], member: Member) -> Result<(Vec<u8>, Vec<Item>), Refusal> {
+    let text = std::str::from_utf8(body).map_err(|_| (LiftMiss::NotUtf8, "body is not UTF-8"))?;
     let shape = match member {
         Member::Items => ItemsShape::List,
         Member::Item => ItemsShape::One,
         Member::Responses => ItemsShape::Tables,
     };
-    let (rest, items) =
-        ddbjson::split_response(text, member.name(), shape).map_err(|e| e.reason)?;
+    let (rest, items) = ddbjson::split_response(text, member.name(), shape)
+        .map_err(|e| (LiftMiss::Unexpected, e.reason))?;
     Ok((rest.into_bytes(), items))
 }
 
@@ -317,7 +329,10 @@ mod tests {
     }
 
     /// Drives the wrapper as the SDK does: collects the body, which arrives in pieces.
-    async fn collect(pieces: Vec<&'static [u8]>, member: Member) -> (Vec<u8>, Option<Vec<Item>>) {
+    async fn collect(
+        pieces: Vec<&'static [u8]>,
+        member: Member,
+    ) -> (Vec<u8>, Option<Result<Vec<Item>, LiftMiss>>) {
         let slot = Slot::default();
         let (tx, rx) = futures::channel::mpsc::unbounded::<Result<Frame<Bytes>, BoxError>>();
         for piece in pieces {
@@ -347,13 +362,18 @@ mod tests {
         )
         .await;
         assert_eq!(parse(&bytes), json!({"Count": 1}));
-        let item = items.unwrap().pop().unwrap();
+        let item = items.unwrap().unwrap().pop().unwrap();
         assert_eq!(item.get("A"), Some(&AttributeValue::S("x".into())));
 
         let odd: &'static [u8] = br#"{"Count":1,"Items":[{"A":{"X":"x"}}]}"#;
         let (bytes, items) = collect(vec![odd], Member::Items).await;
         assert_eq!(bytes, odd);
-        assert!(items.is_none());
+        assert_eq!(items, Some(Err(LiftMiss::Unexpected)));
+
+        let not_utf8: &'static [u8] = b"{\"Items\":[{\"A\":{\"S\":\"\xff\"}}]}";
+        let (bytes, items) = collect(vec![not_utf8], Member::Items).await;
+        assert_eq!(bytes, not_utf8);
+        assert_eq!(items, Some(Err(LiftMiss::NotUtf8)));
     }
 
     /// Any JSON value, with strings that need escapes (quotes, braces, backslashes).

@@ -52,6 +52,7 @@ use super::{
     BatchGetOutput, Capacity, GetOutput, Index, Item, Key, Query, QueryOutput, RawItem, ScanOutput,
     Store, StoreError, WriteOp, WriteOutput,
 };
+use crate::telemetry::LiftMiss;
 
 /// Region used when neither the environment nor the profile configures one.
 const DEFAULT_REGION: &str = "us-east-1";
@@ -281,18 +282,25 @@ impl DynamoStore {
         }
     }
 
-    /// The items of a successful read: the lifted ones, or else the SDK's, converted.
-    fn read_items<I>(&self, lifted: Option<Vec<Item>>, sdk: I) -> Result<Vec<Item>, StoreError>
+    /// The items of a successful read: the lifted ones, or else the SDK's, converted (a
+    /// fall-back, counted with its reason in the application's metrics through the
+    /// instrumented call it runs in).
+    fn read_items<I>(
+        &self,
+        lifted: Result<Vec<Item>, LiftMiss>,
+        sdk: I,
+    ) -> Result<Vec<Item>, StoreError>
     where
         I: IntoIterator<Item = SdkItem>,
     {
         match lifted {
-            Some(items) => {
+            Ok(items) => {
                 self.item_reads.lifted.fetch_add(1, Ordering::Relaxed);
                 Ok(items)
             }
-            None => {
+            Err(miss) => {
                 self.item_reads.by_sdk.fetch_add(1, Ordering::Relaxed);
+                crate::store::instrumented::note_lift_fallback(miss);
                 sdk.into_iter().map(from_sdk_item).collect()
             }
         }
