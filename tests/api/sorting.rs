@@ -961,6 +961,66 @@ async fn ranges_on_the_sorted_column_read_only_their_rows(backend: Backend) {
     }
 }
 
+/// A filter no key condition answers reads on until its page is full or the request's read
+/// budget is spent: then the page comes back short, with `hasNextPage` and the cursor at the
+/// last row read, and going on from there gives exactly the filtered list, in both directions.
+async fn filtered_pages_fill_within_the_read_budget(backend: Backend) {
+    let app = TestApp::spawn_with(
+        backend,
+        Limits {
+            max_filtered_reads: 12,
+        },
+    )
+    .await;
+    let project = synthetic_project(&app, 80, 5, 13).await;
+    let (fields, rows) = read_all(&app, &project).await;
+    let text = fields.iter().find(|f| f.kind == "TEXT").unwrap();
+    let cases = [
+        (
+            json!({"field": "NUM"}),
+            json!({"column": {"field": "NAME"}, "startsWith": "z"}),
+        ),
+        (
+            json!({"field": "NAME", "direction": "DESC"}),
+            json!({"column": {"field": "CUSTOM_FIELD", "customFieldId": text.id}, "contains": "a"}),
+        ),
+        (
+            json!({"field": "STATE"}),
+            json!({"not": {"column": {"field": "NUM"}, "lt": "40"}}),
+        ),
+    ];
+    for (order, filter) in cases {
+        let kept: Vec<Row> = rows
+            .iter()
+            .filter(|r| passes(&fields, r, &filter))
+            .cloned()
+            .collect();
+        let expected = oracle(&fields, &kept, &order);
+        assert!(
+            !expected.is_empty() && expected.len() < rows.len(),
+            "{filter}"
+        );
+        let (got, pages) = walk_forward_filtered(&app, &project, &order, &filter, 10).await;
+        assert_eq!(got, expected, "{filter} {order}");
+        assert!(
+            pages
+                .iter()
+                .any(|p| p.nums.len() < 10 && p.info["hasNextPage"] == true),
+            "{filter}: expected a page cut short by the read budget"
+        );
+        for page in &pages {
+            // A query of at most 12 rows and the batch that loads their issues.
+            assert!(
+                page.calls <= 6,
+                "{filter}: a page made {} calls",
+                page.calls
+            );
+        }
+        let back = walk_backward_filtered(&app, &project, &order, &filter, 10).await;
+        assert_eq!(back, expected, "backward {filter} {order}");
+    }
+}
+
 async fn bad_filters_are_refused_with_their_path(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let project = synthetic_project(&app, 5, 4, 3).await;
@@ -1205,6 +1265,7 @@ crate::both_stores!(
     prefetched_pages_are_read_once,
     counts_follow_every_write,
     filters_match_the_reference,
+    filtered_pages_fill_within_the_read_budget,
     ranges_on_the_sorted_column_read_only_their_rows,
     bad_filters_are_refused_with_their_path,
     rare_empty_cells_take_few_calls,
