@@ -203,17 +203,17 @@ GG_DDB_URL="$(wait_listening "$WORK/gridgate-ddb.log" "$GG_DDB_PID")"
 GG_EMB_URL="$(wait_listening "$WORK/gridgate-emb.log" "$GG_EMB_PID")"
 NODE_URL="$(wait_listening "$WORK/node.log" "$NODE_PID")"
 
-GRID='query Grid($p: ID!, $first: Int, $order: IssueOrder) {
+GRID='query Grid($p: ID!, $first: Int, $order: IssueOrder, $filter: IssueFilter) {
   project(id: $p) {
     customFields { id name type position }
-    issues(first: $first, orderBy: $order) {
+    issues(first: $first, orderBy: $order, filter: $filter) {
       edges { cursor node { id num name state fieldValues { field { id } value } } }
       pageInfo { hasNextPage endCursor }
     }
   }
 }'
 body() { jq -nc --arg q "$GRID" --arg p "$PROJECT" --argjson first "$FIRST" --argjson order "$1" \
-    '{query: $q, variables: {p: $p, first: $first, order: $order}}'; }
+    --argjson filter "${2:-null}" '{query: $q, variables: {p: $p, first: $first, order: $order, filter: $filter}}'; }
 post() { curl -sf "$1" -H 'content-type: application/json' --data-binary "@$2"; }
 
 # The custom-field order sorts by the first INT field (85 % of issues have a value, so the
@@ -222,6 +222,11 @@ body '{"field":"NUM"}' >"$WORK/NUM.json"
 FIELD="$(post "$GG_DDB_URL" "$WORK/NUM.json" | jq -r '[.data.project.customFields[] | select(.type == "INT")][0].id')"
 [ -n "$FIELD" ] && [ "$FIELD" != null ] || die "no INT custom field found in $PROJECT"
 body "{\"field\":\"CUSTOM_FIELD\",\"customFieldId\":\"$FIELD\"}" >"$WORK/CF.json"
+# The filtered page (issue 21): the same order with a range on the sorted field, which the
+# planner makes a key condition (the raw baseline's `--range`). The Node gateway has no filters.
+RANGE_LO=-500; RANGE_HI=500
+body "{\"field\":\"CUSTOM_FIELD\",\"customFieldId\":\"$FIELD\"}" \
+    "{\"column\":{\"field\":\"CUSTOM_FIELD\",\"customFieldId\":\"$FIELD\"},\"gte\":\"$RANGE_LO\",\"lt\":\"$RANGE_HI\"}" >"$WORK/FR.json"
 jq -nc '{query: "{ __typename }"}' >"$WORK/TYPENAME.json"
 
 # Every contender must return the same page (the same rows and cells as gridgate on DynamoDB),
@@ -229,11 +234,13 @@ jq -nc '{query: "{ __typename }"}' >"$WORK/TYPENAME.json"
 PAGE='{fields: .data.project.customFields, rows: [.data.project.issues.edges[].node], next: .data.project.issues.pageInfo.hasNextPage, errors}'
 check_pages() {
     local order reference url
-    for order in NUM CF; do
+    for order in NUM CF FR; do
         reference="$(post "$GG_DDB_URL" "$WORK/$order.json" | jq -S "$PAGE")"
         [ "$(jq '.rows | length' <<<"$reference")" = "$FIRST" ] && [ "$(jq '.errors' <<<"$reference")" = null ] \
             || die "gridgate's $order page is not a full page: $(head -c 500 <<<"$reference")"
-        for url in "$GG_EMB_URL" "$NODE_URL"; do
+        local others=("$GG_EMB_URL" "$NODE_URL")
+        [ "$order" = FR ] && others=("$GG_EMB_URL")
+        for url in "${others[@]}"; do
             [ "$(post "$url" "$WORK/$order.json" | jq -S "$PAGE")" = "$reference" ] \
                 || die "$url does not return gridgate's $order page"
         done
@@ -242,6 +249,9 @@ check_pages() {
 check_pages
 CALLS_NUM="$(post "$GG_DDB_URL" "$WORK/NUM.json" | jq '.extensions.cost.dynamodbCalls')"
 CALLS_CF="$(post "$GG_DDB_URL" "$WORK/CF.json" | jq '.extensions.cost.dynamodbCalls')"
+CALLS_FR="$(post "$GG_DDB_URL" "$WORK/FR.json" | jq '.extensions.cost.dynamodbCalls')"
+RCU_CF="$(post "$GG_DDB_URL" "$WORK/CF.json" | jq '.extensions.cost.readCapacityUnits')"
+RCU_FR="$(post "$GG_DDB_URL" "$WORK/FR.json" | jq '.extensions.cost.readCapacityUnits')"
 log "pages agree; gridgate makes $CALLS_NUM DynamoDB calls per NUM page, $CALLS_CF per custom-field page"
 
 # ---- the interleaved run -------------------------------------------------------------------
@@ -266,10 +276,11 @@ run_wrk() {
 
 # The raw baseline: $1 order, $2 round. Its own client process; the CPU column does not apply.
 run_baseline() {
-    local order="$1" round="$2" load out arg=NUM
+    local order="$1" round="$2" load out arg=NUM range=()
     [ "$order" = CF ] && arg="$FIELD"
+    [ "$order" = FR ] && arg="$FIELD" && range=(--range "$RANGE_LO,$RANGE_HI")
     load="$(load1)"
-    out="$("$BASELINE" --endpoint "$ENDPOINT" --table "$TABLE" --project "$PROJECT" --order "$arg" \
+    out="$("$BASELINE" --endpoint "$ENDPOINT" --table "$TABLE" --project "$PROJECT" --order "$arg" "${range[@]}" \
         --first "$FIRST" --concurrency "$CONNECTIONS" --seconds "$ROUND_SECONDS" --warmup 1)"
     jq -r --arg o "$order" --arg r "$round" --arg l "$load" \
         '["baseline", $o, $r, .requests, .seconds, .p50_ms, .p99_ms, "-", $l, .errors] | @tsv' <<<"$out" >>"$RUNS"
@@ -280,6 +291,7 @@ SLOTS=(
     "baseline NUM" "gridgate-ddb NUM" "node NUM"
     "baseline CF" "gridgate-ddb CF" "node CF"
     "embedded NUM" "embedded CF" "embedded TYPENAME"
+    "baseline FR" "gridgate-ddb FR" "embedded FR"
 )
 run_slot() {
     local name="$1" order="$2" round="$3" seconds="$4"
@@ -343,6 +355,9 @@ P4_CF="$(ratio "$(get gridgate-ddb CF 6)" "$(get node CF 6)")"
 P4_RSS="$(ratio "$HWM_GG_DDB" "$HWM_NODE")"
 P6_NUM="$(ratio "$(get embedded NUM 5)" "$(get embedded TYPENAME 5)")"
 P6_CF="$(ratio "$(get embedded CF 5)" "$(get embedded TYPENAME 5)")"
+P3_FR="$(ratio "$(get gridgate-ddb FR 3)" "$(get baseline FR 3)")"
+P6_FR="$(ratio "$(get embedded FR 5)" "$(get embedded TYPENAME 5)")"
+RCU_RATIO="$(ratio "$RCU_FR" "$RCU_CF")"
 S_DDB="$(jq '.median_ms' <<<"$STARTUP_DDB")"
 S_EMB="$(jq '.median_ms' <<<"$STARTUP_EMB")"
 LOADS="$(awk -F'\t' 'NR == 1 || $9 < lo { lo = $9 } NR == 1 || $9 > hi { hi = $9 } END { print lo "–" hi }' "$RUNS")"
@@ -374,6 +389,14 @@ REPORT="$WORK/report.md"
     echo "| P6 embedded: grid rps / \`{ __typename }\` rps | $P6_NUM | $P6_CF | ≥ 0.15 | $(verdict "$P6_NUM" ge 0.15) | $(verdict "$P6_CF" ge 0.15) |"
     echo "| P6 start-up to ready, ms (median of $STARTS): dynamodb / embedded | $S_DDB | $S_EMB | ≤ 100 | $(verdict "$S_DDB" le 100) | $(verdict "$S_EMB" le 100) |"
     echo
+    echo "Filtered page (FR): CF with \`gte: \"$RANGE_LO\", lt: \"$RANGE_HI\"\` on the sorted field ($CALLS_FR calls, $RCU_FR RCU; the unfiltered CF page $RCU_CF RCU). The Node gateway has no filters."
+    echo
+    echo "| Goal | Measured (FR) | Target | FR |"
+    echo "|---|---|---|---|"
+    echo "| P3 gateway overhead: gridgate p50 / raw SDK p50 | $P3_FR | ≤ 1.15 | $(verdict "$P3_FR" le 1.15) |"
+    echo "| P6 embedded: grid rps / \`{ __typename }\` rps | $P6_FR | ≥ 0.15 | $(verdict "$P6_FR" ge 0.15) |"
+    echo "| Range reads: RCU of the FR page / RCU of the CF page of as many rows | $RCU_RATIO | ≤ 1.10 | $(verdict "$RCU_RATIO" le 1.10) |"
+    echo
     echo "| Contender | Order | p50 ms | p99 ms | req/s | CPU ms/req | peak RSS MB |"
     echo "|---|---|---|---|---|---|---|"
     detail "raw SDK baseline (in process, no HTTP)" baseline NUM ""
@@ -385,6 +408,9 @@ REPORT="$WORK/report.md"
     detail "gridgate, embedded store" embedded NUM "$(mb "$HWM_GG_EMB")"
     detail "gridgate, embedded store" embedded CF ""
     detail "gridgate, embedded store" embedded TYPENAME ""
+    detail "raw SDK baseline (in process, no HTTP)" baseline FR ""
+    detail "gridgate, dynamodb store" gridgate-ddb FR ""
+    detail "gridgate, embedded store" embedded FR ""
     echo
     echo "Start-up runs (ms): dynamodb $(jq -c '.runs_ms' <<<"$STARTUP_DDB"), embedded $(jq -c '.runs_ms' <<<"$STARTUP_EMB")."
 } >"$REPORT"

@@ -14,6 +14,10 @@
 //!   `Limit first+1` (value rows), then BatchGetItem of the page's `first` issue items
 //!   (`PK` = issue id, `SK` = project id; unprocessed keys retried).
 //!
+//! Filtered by a range on the sorted custom field (`--range LO,HI`: `gte LO`, `lt HI`, whole
+//! numbers, an INT field): the same 3 calls, the value rows' Query under the key condition
+//! `GSI1SK BETWEEN` the range's sort strings (spelled by `gridgate::keys`, as the layout is).
+//!
 //! Every call asks for `ReturnConsumedCapacity=TOTAL`, as gridgate's do. Items are decoded
 //! minimally (ids, num, name, state, cells as text; field definitions) so the work that any
 //! client of the table must do is counted, and nothing more. Each page is checked (a full
@@ -53,6 +57,10 @@ struct Args {
     /// `NUM`, or the id of a custom field (`xattrib-…`) to sort by.
     #[arg(long, default_value = "NUM")]
     order: String,
+    /// With a custom-field `--order`: only values from LO (inclusive) to HI (exclusive),
+    /// as `LO,HI`.
+    #[arg(long)]
+    range: Option<String>,
     /// Page size.
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=100))]
     first: u32,
@@ -131,6 +139,8 @@ struct Page {
     project: String,
     /// `None`: by num; `Some(partition)`: the field's `xvalue-…` partition.
     value_partition: Option<String>,
+    /// The inclusive `GSI1SK` bounds of a range filter on the sorted field.
+    range: Option<(String, String)>,
     first: u32,
 }
 
@@ -179,14 +189,22 @@ impl Page {
     /// The keyset Query of `GSI1`: `first + 1` rows, the extra one telling `hasNextPage`.
     async fn index(&self) -> Result<Vec<Item>, Error> {
         let partition = self.value_partition.as_deref().unwrap_or(&self.project);
-        let out = self
+        let mut query = self
             .client
             .query()
             .table_name(&self.table)
             .index_name("GSI1")
-            .key_condition_expression("#pk = :pk")
             .expression_attribute_names("#pk", "SK")
-            .expression_attribute_values(":pk", AttributeValue::S(partition.to_string()))
+            .expression_attribute_values(":pk", AttributeValue::S(partition.to_string()));
+        query = match &self.range {
+            None => query.key_condition_expression("#pk = :pk"),
+            Some((lo, hi)) => query
+                .key_condition_expression("#pk = :pk AND #sk BETWEEN :lo AND :hi")
+                .expression_attribute_names("#sk", "GSI1SK")
+                .expression_attribute_values(":lo", AttributeValue::S(lo.clone()))
+                .expression_attribute_values(":hi", AttributeValue::S(hi.clone())),
+        };
+        let out = query
             .scan_index_forward(true)
             .limit(i32::try_from(self.first + 1)?)
             .return_consumed_capacity(ReturnConsumedCapacity::Total)
@@ -273,6 +291,19 @@ async fn main() -> Result<(), Error> {
             Some(format!("xvalue-{part}"))
         }
     };
+    // `value ␁` bounds every sort string of a value from below: `gte LO` starts at LO's, and
+    // `lt HI` ends before HI's (inclusive bounds, for BETWEEN).
+    let range = match &args.range {
+        None => None,
+        Some(range) => {
+            let (lo, hi) = range.split_once(',').ok_or("--range is LO,HI")?;
+            let bound = |n: &str| -> Result<String, Error> {
+                let value = gridgate::model::FieldValue::Int(n.trim().parse()?);
+                Ok(format!("{}\u{1}", gridgate::keys::value_part(&value)))
+            };
+            Some((bound(lo)?, bound(hi)?))
+        }
+    };
     // The same SDK and defaults as gridgate's DynamoDB store; DynamoDB Local takes any
     // alphanumeric credentials.
     let sdk = aws_config::defaults(BehaviorVersion::latest())
@@ -292,6 +323,7 @@ async fn main() -> Result<(), Error> {
         table: args.table.clone(),
         project: args.project.clone(),
         value_partition,
+        range,
         first: args.first,
     });
     // Fail fast, with the cause, before any timing.
