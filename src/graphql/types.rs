@@ -183,8 +183,15 @@ impl Project {
                 let list = args.list(ctx, &self.0.id).await?;
                 let scope = repo(ctx)?.issues_scope(&self.0.tenant, &self.0.id, &list);
                 let request = PageRequest::from_args(&scope, &args.page).map_err(ApiError::from)?;
+                // The planner weighs a filter's access paths by the project's counters (the
+                // project is the request's already: a filter was checked against it).
+                let data = match &list.filter {
+                    Some(_) => Some(referenced_project(ctx, &self.0.id).await?),
+                    None => None,
+                };
+                let counts = data.as_ref().and_then(|d| d.project.counts.as_ref());
                 let page: Paged<IssueRow> = repo(ctx)?
-                    .issues_page(&self.0.tenant, &self.0.id, &list, &request)
+                    .issues_page(&self.0.tenant, &self.0.id, &list, counts, &request)
                     .await
                     .map_err(ApiError::from)?;
                 (request, page, list.filter)

@@ -167,6 +167,11 @@ pub struct Segment {
     /// The key condition on `GSI1SK`: the part of the partition the list covers (a range a
     /// filter puts on the sorted column), `Any` for all of it.
     pub sort: SortCondition,
+    /// What this partition's `GSI1SK` has before a list position's (empty for most): a list
+    /// that one plan reads from another partition than another plan (one state's rows under a
+    /// num order: `state ␁ num` instead of `num`) names its positions as the other plan does,
+    /// so its cursors stay valid whichever plan reads the next page.
+    pub key_prefix: String,
     /// The list's sort direction within this segment: `true` for ascending `GSI1SK`.
     pub ascending: bool,
     /// Set for a segment whose rows are picked out by a filter (the empty cells of a
@@ -254,15 +259,27 @@ pub struct Page {
 
 /// Where an item read from `segment` lies in its list: its `PK` and `GSI1SK`. `None` for an
 /// item without them (not in the index, so never read).
-fn position_in(segment: usize, item: &mut RawItem) -> Result<Option<Position>, StoreError> {
+fn position_in(
+    segment: usize,
+    prefix: &str,
+    item: &mut RawItem,
+) -> Result<Option<Position>, StoreError> {
     let key = item
         .take_index_key()
         .map_err(|e| StoreError::Corrupt(format!("an item read from GSI1: {e}")))?;
     Ok(key.map(|(pk, gsi1sk)| Position {
         segment,
         pk,
-        gsi1sk,
+        gsi1sk: unprefixed(prefix, gsi1sk),
     }))
+}
+
+/// A partition's `GSI1SK` as a list position names it (see [`Segment::key_prefix`]).
+fn unprefixed(prefix: &str, gsi1sk: String) -> String {
+    match gsi1sk.strip_prefix(prefix) {
+        Some(rest) if !prefix.is_empty() => rest.to_string(),
+        _ => gsi1sk,
+    }
 }
 
 /// Whether `position` lies at or past `bound` in the reading direction.
@@ -307,11 +324,11 @@ impl PageRequest {
     }
 }
 
-fn position_of(segment: usize, start: &StartKey) -> Position {
+fn position_of(segment: usize, prefix: &str, start: &StartKey) -> Position {
     Position {
         segment,
         pk: start.key.pk.clone(),
-        gsi1sk: start.gsi1sk.clone().unwrap_or_default(),
+        gsi1sk: unprefixed(prefix, start.gsi1sk.clone().unwrap_or_default()),
     }
 }
 
@@ -391,9 +408,10 @@ async fn fetch_from(
         let Some(segment) = segments.get(index) else {
             continue;
         };
+        let prefix = segment.key_prefix.as_str();
         let mut start = from.filter(|p| p.segment == index).map(|p| StartKey {
             key: Key::new(p.pk.clone(), segment.partition.clone()),
-            gsi1sk: Some(p.gsi1sk.clone()),
+            gsi1sk: Some(format!("{prefix}{}", p.gsi1sk)),
         });
         let mut ask: usize = 0;
         loop {
@@ -414,7 +432,7 @@ async fn fetch_from(
                         cut_short = true;
                         resume = start
                             .as_ref()
-                            .map(|s| position_of(index, s))
+                            .map(|s| position_of(index, prefix, s))
                             .or_else(|| rows.last().map(|r| r.position.clone()))
                             .or_else(|| from.cloned());
                         break 'segments;
@@ -443,7 +461,7 @@ async fn fetch_from(
             let mut batch = Vec::with_capacity(out.items.len());
             let mut bounded = false;
             for mut item in out.items {
-                let Some(position) = position_in(index, &mut item)? else {
+                let Some(position) = position_in(index, prefix, &mut item)? else {
                     continue;
                 };
                 if bound.is_some_and(|b| reached(segments, forward, &position, b)) {
@@ -471,7 +489,7 @@ async fn fetch_from(
                 None => break,
                 Some(last) => {
                     // Reading on past the bound could only find rows outside the page.
-                    let at = position_of(index, &last);
+                    let at = position_of(index, prefix, &last);
                     if bound.is_some_and(|b| reached(segments, forward, &at, b)) {
                         break 'segments;
                     }

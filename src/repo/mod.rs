@@ -25,7 +25,7 @@ use crate::filter::Predicate;
 use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::items::{self, IssueListRow, ItemError, PartitionRow};
 use crate::keys;
-use crate::model::{Issue, Project, ProjectData, Tenant};
+use crate::model::{Issue, IssueCounts, Project, ProjectData, Tenant};
 use crate::paging::{
     self, CursorKeys, Limits, Page, PageArgs, PageRequest, PagingError, Position, ReadBudget,
     Scope, Segment, UncheckedRequest,
@@ -559,6 +559,7 @@ impl Repo {
         let segments = [Segment {
             partition: keys::projects_partition(tenant),
             sort: SortCondition::Any,
+            key_prefix: String::new(),
             ascending: true,
             filter: None,
         }];
@@ -602,6 +603,7 @@ impl Repo {
         tenant: &TenantId,
         project: &ProjectId,
         list: &IssueList,
+        counts: Option<&IssueCounts>,
         request: &PageRequest,
     ) -> Result<Paged<IssueRow>, RepoError> {
         // Defence in depth: resolvers only page projects they could load, and loading checks
@@ -609,7 +611,7 @@ impl Repo {
         if !self.access.sees(tenant) {
             return Ok(Paged::empty());
         }
-        let plan = Plan::new(project, list);
+        let plan = Plan::new(project, list, counts);
         let sieve = plan.residual.clone().map(|filter| IssueSieve {
             store: self.store.clone(),
             project: project.clone(),

@@ -7,7 +7,8 @@
 //!   text prefix), so the read touches no row outside it; an `isEmpty` leaf on a sorted custom
 //!   field picks the segment (the rows with a value, or the empty cells);
 //! - a `state` equality on a list **sorted by num** reads the state partition instead, whose
-//!   rows for one state are in num order;
+//!   rows for one state are in num order, when the project's counters say the state is rare
+//!   (see [`STATE_PARTITION_SHARE`]);
 //! - every other conjunct is the **residual**: each row read is tested against it (the issue
 //!   loaded first when the row read is an index row), and the page reads on until it is full or
 //!   the request's read budget is spent.
@@ -21,8 +22,15 @@ use crate::filter::{Column, Leaf, Op, Predicate};
 use crate::ids::ProjectId;
 use crate::items;
 use crate::keys;
+use crate::model::{IssueCounts, IssueState};
 use crate::paging::Segment;
 use crate::store::{AttrPath, Filter, SortCondition};
+
+/// A state equality under a num order reads the state partition (index rows, whose issues are
+/// then loaded: about half a read unit each) only when at most this share of the issues have
+/// that state; otherwise the num partition's issue items (a few hundredths of a unit each) are
+/// tested one by one, which reads fewer units for any common state.
+const STATE_PARTITION_SHARE: f64 = 0.125;
 
 /// Operands whose encoding is longer than this are not made into key conditions: a stored
 /// sort key keeps at least this many bytes of its value whole (see `with_num` in `sortkey`), so up
@@ -45,8 +53,9 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Plans a project's issue list.
-    pub fn new(project: &ProjectId, list: &IssueList) -> Plan {
+    /// Plans a project's issue list; `counts` (the project's counters, when kept) tell how
+    /// common a state is.
+    pub fn new(project: &ProjectId, list: &IssueList, counts: Option<&IssueCounts>) -> Plan {
         let conjuncts = list.filter.clone().map(Predicate::conjuncts);
         let mut keyed = KeyRange::default();
         let mut residual = Vec::new();
@@ -72,7 +81,7 @@ impl Plan {
                 && leaf.column == Column::State
                 && state_partition.is_none()
             {
-                match single_value(leaf) {
+                match single_value(leaf).filter(|state| rare_state(state, counts)) {
                     Some(value) => state_partition = Some(value.to_string()),
                     None => residual.push(conjunct),
                 }
@@ -121,6 +130,20 @@ fn describe_condition(sort: &SortCondition) -> String {
         SortCondition::Gt(v) => format!("GSI1SK > {}", show(v)),
         SortCondition::Ge(v) => format!("GSI1SK >= {}", show(v)),
     }
+}
+
+/// Whether at most [`STATE_PARTITION_SHARE`] of the issues have the state whose sort-string
+/// part is `state` (unknown without counters: then no).
+fn rare_state(state: &str, counts: Option<&IssueCounts>) -> bool {
+    let Some(counts) = counts.filter(|c| c.issues > 0) else {
+        return false;
+    };
+    let with_state = if state == keys::state_part(IssueState::Open) {
+        counts.open
+    } else {
+        counts.issues - counts.open
+    };
+    (with_state as f64) <= STATE_PARTITION_SHARE * counts.issues as f64
 }
 
 /// Whether a leaf tests the column the list is sorted by.
@@ -260,6 +283,7 @@ impl KeyRange {
         let segment = |partition: String, sort: SortCondition, filter: Option<Filter>| Segment {
             partition,
             sort,
+            key_prefix: String::new(),
             ascending,
             filter,
         };
@@ -271,9 +295,13 @@ impl KeyRange {
                 (None, Some(sort)) => {
                     vec![segment(keys::issues_by_num_partition(project), sort, None)]
                 }
-                // A num range within one state: the state rows are `state ␁ num`.
+                // A num range within one state: the state rows are `state ␁ num`, and a
+                // position names them by num alone, as the num partition does.
                 (Some(state), Some(sort)) => match state_range(&state, sort) {
-                    Some(sort) => vec![segment(keys::state_partition(project), sort, None)],
+                    Some(sort) => vec![Segment {
+                        key_prefix: format!("{state}{SEPARATOR}"),
+                        ..segment(keys::state_partition(project), sort, None)
+                    }],
                     None => Vec::new(),
                 },
             },

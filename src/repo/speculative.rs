@@ -55,7 +55,7 @@ impl Repo {
         request: UncheckedRequest,
     ) -> SpeculativePage {
         let list = IssueList { sort, filter: None };
-        let mut segments = Plan::new(&project, &list).segments;
+        let mut segments = Plan::new(&project, &list, None).segments;
         let wanted = request.request();
         let first_segment_only = segments.len() > 1;
         // A list whose first segment is picked out by a filter (the empty cells, when they
@@ -127,7 +127,7 @@ impl Repo {
         if first_segment_only && !page.has_next {
             // The first segment ended before the page was full: the page goes on in the next
             // segments (the empty cells), read now that the project is known.
-            let segments = Plan::new(&id, &list).segments;
+            let segments = Plan::new(&id, &list, None).segments;
             let rest = paging::fetch_rest(
                 self.store.as_ref(),
                 &segments,
