@@ -6,7 +6,9 @@ use std::sync::OnceLock;
 
 use async_graphql::parser::parse_query;
 use async_graphql::Variables;
-use gridgate::graphql::analysis::{analyze, count_tokens, Analysis, QueryLimits, Refusal, TypeMap};
+use gridgate::graphql::analysis::{
+    analyze, check_nesting, count_tokens, Analysis, QueryLimits, Refusal, TypeMap,
+};
 use proptest::prelude::*;
 
 fn types() -> &'static TypeMap {
@@ -91,6 +93,11 @@ fn tricky_text() -> impl Strategy<Value = String> {
 }
 
 proptest! {
+    #[test]
+    fn check_nesting_never_panics(text in tricky_text(), max in 0usize..8) {
+        let _ = check_nesting(&text, max);
+    }
+
     #[test]
     fn count_tokens_never_panics(text in tricky_text(), max in 0usize..200) {
         match count_tokens(&text, max) {

@@ -276,6 +276,7 @@ impl RequestContext {
         .map_err(|r| {
             let code = match r {
                 Refusal::TooManyTokens { .. }
+                | Refusal::TooDeeplyNested { .. }
                 | Refusal::TooCostly { .. }
                 | Refusal::TooDeep { .. }
                 | Refusal::TooManyAliases { .. }
@@ -425,6 +426,7 @@ impl RequestContext {
         let options = &shared.options;
         // Hostile documents are refused by size before anything parses them.
         analysis::count_tokens(&request.query, options.query_limits.max_tokens)
+            .and_then(|_| analysis::check_nesting(&request.query, analysis::MAX_NESTING))
             .map_err(|r| ErrorCode::LimitExceeded.error(r.to_string()))?;
         let access = request
             .data

@@ -451,6 +451,39 @@ async fn tokens_are_refused(backend: Backend) {
     assert!(message.contains("tokens"), "{message}");
 }
 
+/// Values nested hundreds of levels deep (a list, a filter) overflowed a worker's stack in
+/// the parser and aborted the server; they are refused by their nesting before anything
+/// parses them, and the server goes on answering.
+async fn deep_nesting_is_refused(backend: Backend) {
+    let (app, probe) = default_app(backend).await;
+    let list = format!("{}\"x\"{}", "[".repeat(500), "]".repeat(500));
+    let message = refused_before_execution(
+        &app,
+        &probe,
+        &format!("{{ nodes(ids: {list}) {{ id }} }}"),
+        400,
+    )
+    .await;
+    assert!(
+        message.contains("nests brackets more than 64 deep"),
+        "{message}"
+    );
+    let filter = format!(
+        "{}{{column: {{field: NUM}}, gt: \"1\"}}{}",
+        "{not: ".repeat(300),
+        "}".repeat(300)
+    );
+    let query = format!(
+        r#"{{ project(id: "project-35e9") {{ issues(filter: {filter}) {{ nodes {{ num }} }} }} }}"#
+    );
+    let message = refused_before_execution(&app, &probe, &query, 400).await;
+    assert!(message.contains("nests brackets"), "{message}");
+    // Brackets in strings and comments are not nesting.
+    let quoted = format!("{{ __typename # {}\n }}", "[".repeat(500));
+    let body = app.post(&quoted, json!({})).await;
+    assert_eq!(body["data"]["__typename"], "Query", "{body:#}");
+}
+
 async fn query_length_is_refused(backend: Backend) {
     let (app, probe) = default_app(backend).await;
     // Three tokens, 40 KB: only the length limit applies.
@@ -1676,6 +1709,7 @@ crate::both_stores!(
     root_fields_are_refused,
     directives_are_refused,
     tokens_are_refused,
+    deep_nesting_is_refused,
     query_length_is_refused,
     query_length_is_refused_over_get,
     call_budget_fails_the_whole_request,

@@ -78,7 +78,7 @@ mod types;
 mod walk;
 
 pub use inputs::{check_operation, check_variables, Checked, InputRefusal};
-pub use tokens::count_tokens;
+pub use tokens::{check_nesting, count_tokens, MAX_NESTING};
 pub use types::{FieldInfo, InputInfo, InputKind, TypeMap};
 pub use walk::{FILTERED_LIST_COST, FILTER_ARGUMENT, PAGE_SIZE_ARGUMENTS};
 
@@ -203,6 +203,8 @@ pub struct Analysis {
 pub enum Refusal {
     #[error("the query is longer than {max} tokens; split it into several requests")]
     TooManyTokens { max: usize },
+    #[error("the query nests brackets more than {max} deep")]
+    TooDeeplyNested { max: usize },
     #[error(
         "the query's estimated cost is {cost}, over the limit of {max}; ask for smaller pages \
          (`first`/`last`), fewer `ids`, or fewer nested lists"

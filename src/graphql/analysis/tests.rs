@@ -542,6 +542,23 @@ fn tokens_are_counted_like_the_lexer_counts_them() {
 }
 
 #[test]
+fn nesting_is_counted_outside_strings_and_comments() {
+    use super::check_nesting;
+    assert_eq!(check_nesting("{ a { b(c: [[1]]) } }", 5), Ok(()));
+    assert_eq!(
+        check_nesting("{ a { b(c: [[1]]) } }", 4),
+        Err(Refusal::TooDeeplyNested { max: 4 })
+    );
+    assert_eq!(check_nesting("{ a(s: \"[[[[[[\") # {{{{{{\n }", 2), Ok(()));
+    assert_eq!(check_nesting("{ a(s: \"\"\"[[[[\"\"\") }", 2), Ok(()));
+    // Closing more than was opened does not make room for more.
+    assert_eq!(
+        check_nesting("}}}} {{{", 2),
+        Err(Refusal::TooDeeplyNested { max: 2 })
+    );
+}
+
+#[test]
 fn refusals_read_well() {
     assert_eq!(
         Refusal::TooCostly {
