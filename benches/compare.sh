@@ -203,17 +203,24 @@ GG_DDB_URL="$(wait_listening "$WORK/gridgate-ddb.log" "$GG_DDB_PID")"
 GG_EMB_URL="$(wait_listening "$WORK/gridgate-emb.log" "$GG_EMB_PID")"
 NODE_URL="$(wait_listening "$WORK/node.log" "$NODE_PID")"
 
-GRID='query Grid($p: ID!, $first: Int, $order: IssueOrder, $filter: IssueFilter) {
+GRID='query Grid($p: ID!, $first: Int, $order: IssueOrder) {
   project(id: $p) {
     customFields { id name type position }
-    issues(first: $first, orderBy: $order, filter: $filter) {
+    issues(first: $first, orderBy: $order) {
       edges { cursor node { id num name state fieldValues { field { id } value } } }
       pageInfo { hasNextPage endCursor }
     }
   }
 }'
+# The filtered page's query is the grid's with a filter (the Node gateway has no filters, so
+# the unfiltered pages keep the query it serves).
+GRID_FILTERED="${GRID/\$order: IssueOrder)/\$order: IssueOrder, \$filter: IssueFilter)}"
+GRID_FILTERED="${GRID_FILTERED/orderBy: \$order)/orderBy: \$order, filter: \$filter)}"
 body() { jq -nc --arg q "$GRID" --arg p "$PROJECT" --argjson first "$FIRST" --argjson order "$1" \
-    --argjson filter "${2:-null}" '{query: $q, variables: {p: $p, first: $first, order: $order, filter: $filter}}'; }
+    '{query: $q, variables: {p: $p, first: $first, order: $order}}'; }
+body_filtered() { jq -nc --arg q "$GRID_FILTERED" --arg p "$PROJECT" --argjson first "$FIRST" \
+    --argjson order "$1" --argjson filter "$2" \
+    '{query: $q, variables: {p: $p, first: $first, order: $order, filter: $filter}}'; }
 post() { curl -sf "$1" -H 'content-type: application/json' --data-binary "@$2"; }
 
 # The custom-field order sorts by the first INT field (85 % of issues have a value, so the
@@ -225,7 +232,7 @@ body "{\"field\":\"CUSTOM_FIELD\",\"customFieldId\":\"$FIELD\"}" >"$WORK/CF.json
 # The filtered page (issue 21): the same order with a range on the sorted field, which the
 # planner makes a key condition (the raw baseline's `--range`). The Node gateway has no filters.
 RANGE_LO=-500; RANGE_HI=500
-body "{\"field\":\"CUSTOM_FIELD\",\"customFieldId\":\"$FIELD\"}" \
+body_filtered "{\"field\":\"CUSTOM_FIELD\",\"customFieldId\":\"$FIELD\"}" \
     "{\"column\":{\"field\":\"CUSTOM_FIELD\",\"customFieldId\":\"$FIELD\"},\"gte\":\"$RANGE_LO\",\"lt\":\"$RANGE_HI\"}" >"$WORK/FR.json"
 jq -nc '{query: "{ __typename }"}' >"$WORK/TYPENAME.json"
 
@@ -242,7 +249,7 @@ check_pages() {
         [ "$order" = FR ] && others=("$GG_EMB_URL")
         for url in "${others[@]}"; do
             [ "$(post "$url" "$WORK/$order.json" | jq -S "$PAGE")" = "$reference" ] \
-                || die "$url does not return gridgate's $order page"
+                || die "$url does not return gridgate's $order page: $(post "$url" "$WORK/$order.json" | head -c 600)"
         done
     done
 }
@@ -278,7 +285,7 @@ run_wrk() {
 run_baseline() {
     local order="$1" round="$2" load out arg=NUM range=()
     [ "$order" = CF ] && arg="$FIELD"
-    [ "$order" = FR ] && arg="$FIELD" && range=(--range "$RANGE_LO,$RANGE_HI")
+    [ "$order" = FR ] && arg="$FIELD" && range=("--range=$RANGE_LO,$RANGE_HI")
     load="$(load1)"
     out="$("$BASELINE" --endpoint "$ENDPOINT" --table "$TABLE" --project "$PROJECT" --order "$arg" "${range[@]}" \
         --first "$FIRST" --concurrency "$CONNECTIONS" --seconds "$ROUND_SECONDS" --warmup 1)"
