@@ -25,6 +25,18 @@ pub const MAX_LEAVES: usize = 20;
 pub const MAX_DEPTH: usize = 4;
 /// At most this many values in one `in`.
 pub const MAX_IN_VALUES: usize = 100;
+/// At most this many filter objects in all, combinators included: leaves are bounded by
+/// [`MAX_LEAVES`], but `and: [{or: []}, …]` has none, and each node is evaluated on every row
+/// read and named in every cursor's scope.
+pub const MAX_NODES: usize = 50;
+
+/// Case folding for `contains` and `startsWith`, char by char: `str::to_lowercase` writes a
+/// capital sigma at the end of a word as `ς` and elsewhere as `σ`, so a folded operand
+/// (`ΟΔΟΣ` → `οδος`) would not be found in the folded text it is part of (`ΟΔΟΣΟΣ` →
+/// `οδοσος`).
+pub fn fold(text: &str) -> String {
+    text.chars().flat_map(char::to_lowercase).collect()
+}
 
 /// A column a filter leaf tests.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -40,6 +52,16 @@ impl Column {
     /// Whether `contains` and `startsWith` apply: the text columns.
     pub fn is_text(&self) -> bool {
         matches!(self, Column::Name | Column::Custom(_, FieldType::Text))
+    }
+
+    /// Whether the column has a value in `issue`, as the table says: a custom field's cell is
+    /// there or not (a stored text that is not a value of the field's type is there too, as the
+    /// empty-cell segment, the counters and `verify` see it).
+    fn present(&self, issue: &Issue) -> bool {
+        match self {
+            Column::Custom(field, _) => issue.values.contains_key(field),
+            Column::Num | Column::Name | Column::State => true,
+        }
     }
 
     /// The column's value in `issue` as a sort string's value part (`None`: an empty cell, or
@@ -61,10 +83,8 @@ impl Column {
     /// The column's text in `issue`, case-folded, for `contains` and `startsWith`.
     fn folded(&self, issue: &Issue) -> Option<String> {
         match self {
-            Column::Name => Some(issue.name.to_lowercase()),
-            Column::Custom(field, FieldType::Text) => {
-                issue.values.get(field).map(|t| t.as_str().to_lowercase())
-            }
+            Column::Name => Some(fold(&issue.name)),
+            Column::Custom(field, FieldType::Text) => issue.values.get(field).map(|t| fold(t)),
             _ => None,
         }
     }
@@ -125,11 +145,13 @@ pub enum Op {
 }
 
 impl Op {
-    /// Whether the operator holds for a cell: `encoded` is its sort-string value part and
-    /// `folded` its case-folded text (text columns only); both `None` for an empty cell.
-    fn holds(&self, encoded: Option<&str>, folded: Option<&str>) -> bool {
+    /// Whether the operator holds for a cell: `present` says whether it has a value at all,
+    /// `encoded` is its sort-string value part (`None` also for a value its type does not
+    /// accept, which no comparison holds for) and `folded` its case-folded text (text columns
+    /// only).
+    fn holds(&self, present: bool, encoded: Option<&str>, folded: Option<&str>) -> bool {
         if let Op::IsEmpty(empty) = self {
-            return encoded.is_none() == *empty;
+            return present != *empty;
         }
         let Some(cell) = encoded else {
             return false;
@@ -163,6 +185,7 @@ pub struct Leaf {
 
 impl Leaf {
     pub fn matches(&self, issue: &Issue) -> bool {
+        let present = self.column.present(issue);
         let encoded = self.column.encoded(issue);
         let folded = if self.ops.iter().any(Op::needs_folded) {
             self.column.folded(issue)
@@ -171,7 +194,7 @@ impl Leaf {
         };
         self.ops
             .iter()
-            .all(|op| op.holds(encoded.as_deref(), folded.as_deref()))
+            .all(|op| op.holds(present, encoded.as_deref(), folded.as_deref()))
     }
 }
 
@@ -254,7 +277,7 @@ impl Predicate {
                 if leaf.column != Column::State {
                     return None;
                 }
-                leaf.ops.iter().all(|op| op.holds(Some(part), None))
+                leaf.ops.iter().all(|op| op.holds(true, Some(part), None))
             }
         })
     }
@@ -408,6 +431,23 @@ mod tests {
             ],
         );
         assert!(name.matches(&ten));
+    }
+
+    #[test]
+    fn folding_finds_a_word_in_itself_and_bad_cells_are_not_empty() {
+        let f = FieldId::generate();
+        let text = Column::Custom(f.clone(), FieldType::Text);
+        let odos = issue(1, "ΟΔΟΣΟΣ", IssueState::Open, &[(&f, "ΑΣΑ")]);
+        let starts = leaf(Column::Name, vec![Op::StartsWith(fold("ΟΔΟΣ"))]);
+        assert!(starts.matches(&odos));
+        assert!(leaf(text, vec![Op::Contains(fold("ΑΣ"))]).matches(&odos));
+        // A cell another tool wrote that its type refuses is there: not empty, and no
+        // comparison holds for it.
+        let int = Column::Custom(f.clone(), FieldType::Int);
+        let odd = issue(2, "x", IssueState::Open, &[(&f, "4.5")]);
+        assert!(!leaf(int.clone(), vec![Op::IsEmpty(true)]).matches(&odd));
+        assert!(leaf(int.clone(), vec![Op::IsEmpty(false)]).matches(&odd));
+        assert!(!leaf(int.clone(), vec![Op::Ne(int.operand("1").unwrap())]).matches(&odd));
     }
 
     #[test]

@@ -109,7 +109,7 @@ pub struct IssueColumn {
 /// only `isEmpty: true` matches it, every other operator is false on it, and `not` inverts the
 /// result (so `not: {column: X, eq: "a"}` keeps the empty cells).
 ///
-/// At most 20 leaves, 4 levels deep, and 100 values in an `in`.
+/// At most 20 leaves, 50 filter objects in all, 4 levels deep, and 100 values in an `in`.
 #[derive(InputObject, Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct IssueFilter {
     /// Issues that match every one of these filters (all issues when empty).
@@ -147,8 +147,8 @@ impl IssueFilter {
     /// The filter checked against the project's fields: `BAD_USER_INPUT` naming the path in
     /// the filter of the first thing wrong.
     pub fn check(&self, project: &ProjectData) -> Result<Predicate, ApiError> {
-        let mut leaves = 0;
-        self.check_at(project, "filter", 1, &mut leaves)
+        let mut counts = Counted::default();
+        self.check_at(project, "filter", 1, &mut counts)
     }
 
     fn check_at(
@@ -156,13 +156,20 @@ impl IssueFilter {
         project: &ProjectData,
         path: &str,
         depth: usize,
-        leaves: &mut usize,
+        counts: &mut Counted,
     ) -> Result<Predicate, ApiError> {
         let bad = |message: String| ApiError::BadUserInput(format!("{path}: {message}"));
         if depth > filter::MAX_DEPTH {
             return Err(bad(format!(
                 "filters nest at most {} levels deep",
                 filter::MAX_DEPTH
+            )));
+        }
+        counts.nodes += 1;
+        if counts.nodes > filter::MAX_NODES {
+            return Err(bad(format!(
+                "a filter has at most {} objects, combinators included",
+                filter::MAX_NODES
             )));
         }
         let IssueFilter {
@@ -205,23 +212,23 @@ impl IssueFilter {
                 "a filter is either one of `and`, `or`, `not`, or a `column` with operators, never two of these".into(),
             ));
         }
-        let list = |filters: &[IssueFilter], name: &str, leaves: &mut usize| {
+        let list = |filters: &[IssueFilter], name: &str, counts: &mut Counted| {
             filters
                 .iter()
                 .enumerate()
                 .map(|(i, f)| {
-                    f.check_at(project, &format!("{path}.{name}[{i}]"), depth + 1, leaves)
+                    f.check_at(project, &format!("{path}.{name}[{i}]"), depth + 1, counts)
                 })
                 .collect::<Result<Vec<_>, _>>()
         };
         if let Some(all) = and {
-            return Ok(Predicate::And(list(all, "and", leaves)?));
+            return Ok(Predicate::And(list(all, "and", counts)?));
         }
         if let Some(any) = or {
-            return Ok(Predicate::Or(list(any, "or", leaves)?));
+            return Ok(Predicate::Or(list(any, "or", counts)?));
         }
         if let Some(inner) = not {
-            let inner = inner.check_at(project, &format!("{path}.not"), depth + 1, leaves)?;
+            let inner = inner.check_at(project, &format!("{path}.not"), depth + 1, counts)?;
             return Ok(Predicate::Not(Box::new(inner)));
         }
         let Some(column) = column else {
@@ -236,8 +243,8 @@ impl IssueFilter {
                 "a leaf needs at least one operator (`eq`, `ne`, `in`, `lt`, `lte`, `gt`, `gte`, `isEmpty`, `contains`, `startsWith`)".into(),
             ));
         }
-        *leaves += 1;
-        if *leaves > filter::MAX_LEAVES {
+        counts.leaves += 1;
+        if counts.leaves > filter::MAX_LEAVES {
             return Err(bad(format!(
                 "a filter has at most {} leaves",
                 filter::MAX_LEAVES
@@ -292,11 +299,18 @@ impl IssueFilter {
                         "{name}: applies to text columns (NAME and TEXT fields) only"
                     )));
                 }
-                ops.push(op(text.to_lowercase()));
+                ops.push(op(filter::fold(text)));
             }
         }
         Ok(Predicate::Leaf(Leaf { column, ops }))
     }
+}
+
+/// What a filter's check has met so far, for its limits.
+#[derive(Default)]
+struct Counted {
+    nodes: usize,
+    leaves: usize,
 }
 
 impl IssueColumn {

@@ -235,7 +235,14 @@ impl Project {
                 issue.map(|i| (cursor, rows::Row(i)))
             })
             .collect();
-        let whole = !page.has_previous && !page.has_next && page.resume_cursor.is_none();
+        // The page holds the whole list only when nothing bounds it: paging forward,
+        // `hasPreviousPage` says only whether `after` was given, and a page stopped by
+        // `before` says nothing of what lies beyond it (and backward alike).
+        let whole = !page.has_previous
+            && !page.has_next
+            && page.resume_cursor.is_none()
+            && request.after.is_none()
+            && request.before.is_none();
         let length = rows.len() as i64;
         let mut connection = IssueConnection::build(
             rows,

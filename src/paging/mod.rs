@@ -314,9 +314,21 @@ const FILTERED_GROWTH: usize = 4;
 impl PageRequest {
     /// Checks the request's positions against the list's segments: a cursor naming a segment
     /// the list does not have was not made by this API.
-    pub fn check_segments(&self, segments: usize) -> Result<(), PagingError> {
+    ///
+    /// A position must also lie within its segment's key condition: every position a list
+    /// hands out does, and DynamoDB refuses a start key outside the condition (a cursor of
+    /// another list whose scope digest collided would otherwise fail as an internal error).
+    pub fn check_segments(&self, segments: &[Segment]) -> Result<(), PagingError> {
         for (arg, position) in [("after", &self.after), ("before", &self.before)] {
-            if position.as_ref().is_some_and(|p| p.segment >= segments) {
+            let Some(position) = position else {
+                continue;
+            };
+            let inside = segments.get(position.segment).is_some_and(|segment| {
+                segment
+                    .sort
+                    .matches(&format!("{}{}", segment.key_prefix, position.gsi1sk))
+            });
+            if !inside {
                 return Err(PagingError::MalformedCursor { arg });
             }
         }

@@ -322,7 +322,7 @@ impl Repo {
         request: &PageRequest,
         sieve: Option<&dyn paging::Sieve>,
     ) -> Result<Page, RepoError> {
-        request.check_segments(segments.len())?;
+        request.check_segments(segments)?;
         Ok(paging::fetch(self.store.as_ref(), segments, request, &self.budget, sieve).await?)
     }
 

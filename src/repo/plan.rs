@@ -360,7 +360,10 @@ fn state_range(state: &str, num: SortCondition) -> Option<SortCondition> {
 /// keys whose text starts with it. `None` when folding would change it or it is too long.
 fn prefix_key(prefix: &str) -> Option<String> {
     let encoded = keys::text_part(prefix);
+    // A sigma folds to `σ` or `ς` in keys depending on where a word ends, which a prefix
+    // cannot know: such prefixes are tested on the rows instead.
     let keyable = !prefix.is_empty()
+        && !prefix.contains(['σ', 'ς'])
         && prefix.to_lowercase() == prefix
         && encoded.len() <= MAX_KEY_OPERAND_BYTES;
     keyable.then_some(encoded)

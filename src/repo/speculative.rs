@@ -61,10 +61,12 @@ impl Repo {
         // A list whose first segment is picked out by a filter (the empty cells, when they
         // come first) is read once the project is confirmed: a filtered read spends the
         // request's read budget.
-        let readable = segments.first().is_some_and(|s| s.filter.is_none()) && !first_segment_only
-            || (wanted.direction == Direction::Forward
-                && wanted.before.is_none()
-                && wanted.after.as_ref().is_none_or(|p| p.segment == 0));
+        let unfiltered_first = segments.first().is_some_and(|s| s.filter.is_none());
+        let readable = unfiltered_first
+            && (!first_segment_only
+                || (wanted.direction == Direction::Forward
+                    && wanted.before.is_none()
+                    && wanted.after.as_ref().is_none_or(|p| p.segment == 0)));
         let (probe, meter) = self.probe();
         let read = if readable {
             segments.truncate(1);

@@ -675,6 +675,11 @@ fn compare_cells(fields: &[Field], column: &Value, a: &str, b: &str) -> Ordering
     }
 }
 
+/// Case folding char by char (see `filter::fold`).
+fn fold(text: &str) -> String {
+    text.chars().flat_map(char::to_lowercase).collect()
+}
+
 /// The reference semantics of a filter, written from its JSON with plain comparisons: empty
 /// cells are NULL (only `isEmpty: true` holds on one), every operator of a leaf must hold.
 fn passes(fields: &[Field], row: &Row, filter: &Value) -> bool {
@@ -720,12 +725,8 @@ fn passes(fields: &[Field], row: &Row, filter: &Value) -> bool {
             "lte" => cmp(operand) != Ordering::Greater,
             "gt" => cmp(operand) == Ordering::Greater,
             "gte" => cmp(operand) != Ordering::Less,
-            "contains" => v
-                .to_lowercase()
-                .contains(&operand.as_str().unwrap().to_lowercase()),
-            "startsWith" => v
-                .to_lowercase()
-                .starts_with(&operand.as_str().unwrap().to_lowercase()),
+            "contains" => fold(v).contains(&fold(operand.as_str().unwrap())),
+            "startsWith" => fold(v).starts_with(&fold(operand.as_str().unwrap())),
             other => panic!("unknown operator {other}"),
         }
     })
@@ -1157,6 +1158,10 @@ async fn bad_filters_are_refused_with_their_path(backend: Backend) {
             json!({"or": vec![leaf.clone(); 21]}),
             "filter.or[20]: a filter has at most 20 leaves",
         ),
+        (
+            json!({"and": vec![json!({"or": []}); 60]}),
+            "filter.and[49]: a filter has at most 50 objects",
+        ),
     ];
     for (filter, message) in cases {
         let (code, got) = app.error(query, json!({"p": project, "f": filter})).await;
@@ -1178,6 +1183,28 @@ async fn bad_filters_are_refused_with_their_path(backend: Backend) {
         .await;
     assert_eq!(code, "BAD_USER_INPUT", "{message}");
     assert!(message.contains("another list"), "{message}");
+    // A page bounded by a cursor on its far side is not the whole list: its length is no count.
+    let uncounted = json!({"column": {"field": "NUM"}, "gte": "1"});
+    let two = fetch_page(&app, json!({"p": project, "first": 2, "filter": uncounted})).await;
+    assert_eq!(two.total, Value::Null);
+    let before = fetch_page(
+        &app,
+        json!({"p": project, "first": 100, "before": two.info["endCursor"], "filter": uncounted}),
+    )
+    .await;
+    assert_eq!((before.nums.len(), &before.total), (1, &Value::Null));
+    let after = fetch_page(
+        &app,
+        json!({"p": project, "last": 100, "after": two.info["startCursor"], "filter": uncounted}),
+    )
+    .await;
+    assert_eq!((after.nums.len(), &after.total), (4, &Value::Null));
+    let whole = fetch_page(
+        &app,
+        json!({"p": project, "first": 100, "filter": uncounted}),
+    )
+    .await;
+    assert_eq!(whole.total, 5);
 }
 
 // Counts.

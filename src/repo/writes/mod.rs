@@ -668,9 +668,11 @@ impl Writes {
                         items::number(issue.version),
                     )),
                 },
+                // The fields the counters were planned with are still the project's, so a
+                // field deleted meanwhile does not get its counter back.
                 project_op(
                     &data.project,
-                    Condition::AttributeMissing(attrs::DELETED.into()),
+                    project_unchanged(&data.project),
                     count_actions(&data, Some(&issue), None),
                 ),
             ];
