@@ -8,10 +8,10 @@
 use async_graphql::{Context, Enum, InputObject, InputType, Name, Value, ID};
 
 use super::error::ApiError;
-use super::request::referenced_project;
+use super::request::{referenced_project, FieldTypeCache};
 use crate::filter::{self, Column, Leaf, Op, Predicate};
 use crate::ids::{FieldId, ProjectId};
-use crate::model::ProjectData;
+use crate::model::{FieldType, ProjectData};
 use crate::paging::PageArgs;
 use crate::repo::{IssueList, IssueSort, SortField};
 
@@ -73,6 +73,9 @@ impl IssuesArgs {
             None => None,
             Some(filter) => {
                 let data = referenced_project(ctx, project).await?;
+                if let Ok(types) = ctx.data::<std::sync::Arc<FieldTypeCache>>() {
+                    types.learn(&data);
+                }
                 Some(filter.check(&data)?)
             }
         };
@@ -147,13 +150,25 @@ impl IssueFilter {
     /// The filter checked against the project's fields: `BAD_USER_INPUT` naming the path in
     /// the filter of the first thing wrong.
     pub fn check(&self, project: &ProjectData) -> Result<Predicate, ApiError> {
+        let types = |id: &FieldId| project.field(id).map(|f| f.field_type);
+        self.check_with(&project.project.id, &types)
+    }
+
+    /// [`IssueFilter::check`] against the field types `types` gives (what the read-ahead
+    /// knows before the project loads: a field's type never changes).
+    pub fn check_with(
+        &self,
+        project: &ProjectId,
+        types: &FieldTypesOf<'_>,
+    ) -> Result<Predicate, ApiError> {
         let mut counts = Counted::default();
-        self.check_at(project, "filter", 1, &mut counts)
+        let fields = Fields { project, types };
+        self.check_at(&fields, "filter", 1, &mut counts)
     }
 
     fn check_at(
         &self,
-        project: &ProjectData,
+        project: &Fields<'_>,
         path: &str,
         depth: usize,
         counts: &mut Counted,
@@ -306,6 +321,15 @@ impl IssueFilter {
     }
 }
 
+/// The type of each of a project's live fields (`None`: not one of them).
+pub type FieldTypesOf<'a> = dyn Fn(&FieldId) -> Option<FieldType> + 'a;
+
+/// What a filter is checked against: its project and the types of the project's fields.
+struct Fields<'a> {
+    project: &'a ProjectId,
+    types: &'a FieldTypesOf<'a>,
+}
+
 /// What a filter's check has met so far, for its limits.
 #[derive(Default)]
 struct Counted {
@@ -315,7 +339,7 @@ struct Counted {
 
 impl IssueColumn {
     /// The column, checked against the project's fields.
-    fn check(&self, project: &ProjectData) -> Result<Column, String> {
+    fn check(&self, project: &Fields<'_>) -> Result<Column, String> {
         match (self.field, &self.custom_field_id) {
             (IssueOrderField::CustomField, None) => Err(
                 "CUSTOM_FIELD needs `customFieldId`, the id of one of the project's custom fields"
@@ -326,12 +350,12 @@ impl IssueColumn {
                     format!(
                         "{} is not a custom field of {}",
                         id.as_str(),
-                        project.project.id
+                        project.project
                     )
                 };
                 let id = FieldId::parse(id).map_err(|_| unknown())?;
-                let field = project.field(&id).ok_or_else(unknown)?;
-                Ok(Column::Custom(id, field.field_type))
+                let field_type = (project.types)(&id).ok_or_else(unknown)?;
+                Ok(Column::Custom(id, field_type))
             }
             (_, Some(_)) => Err("`customFieldId` only applies to field CUSTOM_FIELD".into()),
             (IssueOrderField::Num, None) => Ok(Column::Num),

@@ -18,7 +18,7 @@ use async_graphql::{Request, Response, ServerError, ServerResult, Value, Variabl
 use super::analysis::{self, QueryLimits, Refusal, TypeMap};
 use super::documents::{Document, Documents};
 use super::error::ErrorCode;
-use super::request::PlanLog;
+use super::request::{FieldTypeCache, PlanLog};
 use super::{schema_builder, GridSchema, ResponseOrder};
 use crate::auth::{Access, Permission};
 use crate::loaders::{Batches, Loaders, RequestLoader};
@@ -106,6 +106,8 @@ struct Shared {
     types: TypeMap,
     /// Documents parsed before, by query text.
     documents: Documents,
+    /// The field types seen, for the read-ahead of filtered pages.
+    field_types: Arc<FieldTypeCache>,
     /// Requests validated in full, and requests whose validation was known to pass.
     validated: AtomicU64,
     skipped: AtomicU64,
@@ -134,6 +136,7 @@ impl Gateway {
             order: ResponseOrder::from_sdl(&sdl),
             types: TypeMap::from_sdl(&sdl),
             documents: Documents::default(),
+            field_types: Arc::default(),
             validated: AtomicU64::new(0),
             skipped: AtomicU64::new(0),
             uncoded: AtomicU64::new(0),
@@ -507,7 +510,8 @@ impl RequestContext {
             .data(repo)
             .data(loader)
             .data(writes)
-            .data(super::prefetch::Prefetched::default());
+            .data(super::prefetch::Prefetched::default())
+            .data(shared.field_types.clone());
         if options.explain_plans {
             let plans = PlanLog::default();
             self.plans = Some(plans.clone());

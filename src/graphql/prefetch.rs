@@ -8,19 +8,23 @@
 //! otherwise pages as usual. So a page is read once either way, and a selection the lookahead
 //! cannot see (a field skipped by a directive on a fragment, say) costs at most one
 //! speculative Query, reported.
+//!
+//! A filtered page is read ahead when the field types it names were seen before (see
+//! `request::FieldTypeCache`) and its key conditions answer the whole filter; once the project
+//! loads, the filter is checked against it and the page kept only for the same list.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use async_graphql::{Context, SelectionField, Value};
 
-use super::args::IssuesArgs;
+use super::args::{IssueFilter, IssuesArgs};
 use super::error::ApiError;
-use super::request::{project_data, repo};
-use crate::ids::ProjectId;
+use super::request::{project_data, repo, FieldTypeCache};
+use crate::ids::{FieldId, ProjectId};
 use crate::model::ProjectData;
 use crate::paging::{PageRequest, UncheckedRequest};
-use crate::repo::{IssueRow, IssueSort, Paged, RepoError};
+use crate::repo::{IssueList, IssueRow, Paged, RepoError};
 
 /// At most this many distinct pages of one project are read ahead; further `issues` fields
 /// (aliases with other arguments) page after the project loads, as they always could.
@@ -86,15 +90,31 @@ pub(crate) async fn project_with_pages(
     let repo = repo(ctx)?;
     let speculate = futures::future::join_all(wanted.into_iter().map(|wanted| async move {
         let page = repo
-            .speculate_issues_page(id.clone(), wanted.sort, wanted.request)
+            .speculate_issues_page(id.clone(), wanted.list.clone(), wanted.request)
             .await;
-        ((wanted.key, wanted.claims), page)
+        (
+            (wanted.key, wanted.claims, wanted.list.sort, wanted.filter),
+            page,
+        )
     }));
     let (data, pages) = futures::join!(project_data(ctx, id), speculate);
     let project = data.as_ref().ok().and_then(Option::as_deref);
     let mut confirmed = Vec::new();
-    for ((key, claims), page) in pages {
-        if let Some(result) = repo.confirm_issues_page(page, project).await {
+    for ((key, claims, sort, filter), page) in pages {
+        // The list as the resolver would check it against the project now loaded: a page read
+        // with a field type that no longer holds is another list, and dropped.
+        let checked = match (filter, project) {
+            (None, _) => Some(IssueList { sort, filter: None }),
+            (Some(filter), Some(data)) => filter.check(data).ok().map(|predicate| IssueList {
+                sort,
+                filter: Some(predicate),
+            }),
+            (Some(_), None) => None,
+        };
+        if let Some(result) = repo
+            .confirm_issues_page(page, project, checked.as_ref())
+            .await
+        {
             confirmed.push((key, (result, claims)));
         }
     }
@@ -113,7 +133,10 @@ struct Wanted {
     key: PageKey,
     /// How many fields ask for it.
     claims: usize,
-    sort: IssueSort,
+    /// The list, its filter checked against the field types seen before.
+    list: IssueList,
+    /// The filter as written, checked again once the project is loaded.
+    filter: Option<IssueFilter>,
     request: UncheckedRequest,
 }
 
@@ -123,6 +146,7 @@ fn wanted_pages(ctx: &Context<'_>, project: &ProjectId) -> Vec<Wanted> {
     let Ok(repo) = repo(ctx) else {
         return Vec::new();
     };
+    let field_types = ctx.data_opt::<Arc<FieldTypeCache>>();
     let mut wanted: Vec<Wanted> = Vec::new();
     for field in ctx.look_ahead().field("issues").selection_fields() {
         if skipped(&field) {
@@ -134,14 +158,21 @@ fn wanted_pages(ctx: &Context<'_>, project: &ProjectId) -> Vec<Wanted> {
         let Some(args) = IssuesArgs::from_arguments(&arguments) else {
             continue;
         };
-        // A filtered page is read once its project is known: the filter's columns are the
-        // project's, and its reads (a search that may grow) are paid from the request's
-        // budget, which a read that may yet be dropped must not spend.
-        if args.filter.is_some() {
-            continue;
-        }
         let Ok(sort) = args.unchecked_sort() else {
             continue;
+        };
+        // A filter's columns are the project's: it is checked against the types of the fields
+        // seen before (a field's type never changes), and read ahead only if every column is
+        // known; the repo reads ahead only what key conditions answer in full.
+        let predicate = match &args.filter {
+            None => None,
+            Some(filter) => {
+                let types = |field: &FieldId| field_types.and_then(|cache| cache.get(field));
+                match filter.check_with(project, &types) {
+                    Ok(predicate) => Some(predicate),
+                    Err(_) => continue,
+                }
+            }
         };
         let Ok(request) = repo.unchecked_request(&args.page) else {
             continue;
@@ -153,7 +184,11 @@ fn wanted_pages(ctx: &Context<'_>, project: &ProjectId) -> Vec<Wanted> {
             wanted.push(Wanted {
                 key,
                 claims: 1,
-                sort,
+                list: IssueList {
+                    sort,
+                    filter: predicate,
+                },
+                filter: args.filter.clone(),
                 request,
             });
         }

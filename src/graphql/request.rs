@@ -6,9 +6,9 @@ use std::sync::{Arc, Mutex};
 use async_graphql::{Context, ContextBase, Value};
 
 use super::error::ApiError;
-use crate::ids::ProjectId;
+use crate::ids::{FieldId, ProjectId};
 use crate::loaders::RequestLoader;
-use crate::model::ProjectData;
+use crate::model::{FieldType, ProjectData};
 use crate::repo::{PlanReport, Repo};
 
 pub(crate) fn loader<'a, T>(ctx: &ContextBase<'a, T>) -> Result<&'a RequestLoader, ApiError> {
@@ -36,6 +36,45 @@ pub(crate) async fn project_data<T>(
     };
     entry.charge_lookup(repo(ctx)?);
     Ok(entry.value.clone())
+}
+
+/// The types of the custom fields the gateway has seen, shared by every request: a field's
+/// type never changes and its id is never reused, so a type once seen is right for as long as
+/// the field lives. The read-ahead checks a filter against it before the project loads
+/// (`graphql::prefetch`); the project, once loaded, confirms the field is still its own.
+pub(crate) struct FieldTypeCache(Mutex<lru::LruCache<FieldId, FieldType>>);
+
+/// At most this many field types are kept (a few hundred KB).
+const FIELD_TYPES_KEPT: usize = 10_000;
+
+impl Default for FieldTypeCache {
+    fn default() -> Self {
+        let size =
+            std::num::NonZeroUsize::new(FIELD_TYPES_KEPT).unwrap_or(std::num::NonZeroUsize::MIN);
+        FieldTypeCache(Mutex::new(lru::LruCache::new(size)))
+    }
+}
+
+impl FieldTypeCache {
+    fn lock(&self) -> std::sync::MutexGuard<'_, lru::LruCache<FieldId, FieldType>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Notes the types of a loaded project's fields (by the lists that filter them, so an
+    /// unfiltered grid page takes no lock).
+    pub(crate) fn learn(&self, data: &ProjectData) {
+        let mut cache = self.lock();
+        for field in &data.fields {
+            if cache.get(&field.id) != Some(&field.field_type) {
+                cache.put(field.id.clone(), field.field_type);
+            }
+        }
+    }
+
+    /// The type of `field`, if it was seen.
+    pub(crate) fn get(&self, field: &FieldId) -> Option<FieldType> {
+        self.lock().get(field).copied()
+    }
 }
 
 /// The project of something loaded by id, to decide whether the caller may see it: when it

@@ -172,12 +172,16 @@ impl Project {
             filter,
         };
         let key = PageKey::new(&self.0.id, &args);
-        // The page, the request it answers, and the list's filter (a prefetched page's list has
-        // none: filtered pages are not read ahead).
+        // The page, the request it answers, and the list's filter (for the count).
         let (request, page, filter) = match prefetch::take(ctx, &key)? {
             Some(prefetched) => {
                 let (request, page) = prefetched.map_err(ApiError::from)?;
-                (request, page, None)
+                // A page read ahead was confirmed against this list, checked the same way.
+                let filter = match &args.filter {
+                    Some(_) => args.list(ctx, &self.0.id).await?.filter,
+                    None => None,
+                };
+                (request, page, filter)
             }
             None => {
                 let list = args.list(ctx, &self.0.id).await?;

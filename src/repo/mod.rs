@@ -625,19 +625,7 @@ impl Repo {
                 sieve.as_ref().map(|s| s as &dyn paging::Sieve),
             )
             .await?;
-        let report = list.filter.as_ref().map(|_| PlanReport {
-            segments: plan
-                .describe()
-                .into_iter()
-                .map(|(partition, key_condition)| PlanSegment {
-                    partition,
-                    key_condition,
-                })
-                .collect(),
-            residual: plan.residual.as_ref().map(ToString::to_string),
-            rows_read: page.scanned,
-            rows_returned: page.rows.len(),
-        });
+        let report = plan_report(list, &plan, &page);
         let mut rows = self.issue_rows(tenant, project, list, page)?;
         rows.plan = report;
         Ok(rows)
@@ -733,6 +721,23 @@ impl paging::Sieve for IssueSieve {
             })
             .collect())
     }
+}
+
+/// How a filtered list's page was read (`None` for an unfiltered list).
+fn plan_report(list: &IssueList, plan: &Plan, page: &Page) -> Option<PlanReport> {
+    list.filter.as_ref().map(|_| PlanReport {
+        segments: plan
+            .describe()
+            .into_iter()
+            .map(|(partition, key_condition)| PlanSegment {
+                partition,
+                key_condition,
+            })
+            .collect(),
+        residual: plan.residual.as_ref().map(ToString::to_string),
+        rows_read: page.scanned,
+        rows_returned: page.rows.len(),
+    })
 }
 
 fn bad_index_row(pk: Option<&str>) -> RepoError {

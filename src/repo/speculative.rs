@@ -12,7 +12,7 @@
 //! response, and the read is reported as one miss, whatever it found, so neither data nor
 //! cost figures tell another tenant's rows from missing ones.
 
-use super::{IssueList, IssueRow, IssueSort, Paged, Plan, Repo, RepoError, SortField};
+use super::{plan_report, IssueList, IssueRow, Paged, Plan, Repo, RepoError, SortField};
 use crate::ids::ProjectId;
 use crate::model::ProjectData;
 use crate::paging::{self, Direction, Page, PageRequest, UncheckedRequest};
@@ -48,21 +48,27 @@ impl Repo {
     /// first segment is read ahead, and only forward from its start or a position in it: the
     /// empty cells of a custom-field sort (a filtered, growing search) are read, if the page
     /// needs them, after the project is confirmed.
+    ///
+    /// A filtered list (its filter checked against the field types seen before) is read ahead
+    /// only when its key conditions answer the whole filter: a residual would be a search paid
+    /// from the request's read budget.
     pub async fn speculate_issues_page(
         &self,
         project: ProjectId,
-        sort: IssueSort,
+        list: IssueList,
         request: UncheckedRequest,
     ) -> SpeculativePage {
-        let list = IssueList { sort, filter: None };
-        let mut segments = Plan::new(&project, &list, None).segments;
+        let plan = Plan::new(&project, &list, None);
+        let answered = plan.residual.is_none();
+        let mut segments = plan.segments;
         let wanted = request.request();
         let first_segment_only = segments.len() > 1;
         // A list whose first segment is picked out by a filter (the empty cells, when they
         // come first) is read once the project is confirmed: a filtered read spends the
         // request's read budget.
         let unfiltered_first = segments.first().is_some_and(|s| s.filter.is_none());
-        let readable = unfiltered_first
+        let readable = answered
+            && unfiltered_first
             && (!first_segment_only
                 || (wanted.direction == Direction::Forward
                     && wanted.before.is_none()
@@ -91,10 +97,15 @@ impl Repo {
     /// belong to this list. Otherwise the page is dropped and reported as a miss; the caller
     /// then pages the usual way, which reports whatever is wrong (a field of another
     /// project, a cursor of another list) exactly as without speculation.
+    ///
+    /// `checked` is the list as the caller checked its arguments against the loaded project:
+    /// a page read for another list (a filter checked against a field type that no longer
+    /// holds) is dropped as a miss.
     pub async fn confirm_issues_page(
         &self,
         speculative: SpeculativePage,
         project: Option<&ProjectData>,
+        checked: Option<&IssueList>,
     ) -> Option<Result<(PageRequest, Paged<IssueRow>), RepoError>> {
         let SpeculativePage {
             project: id,
@@ -106,7 +117,8 @@ impl Repo {
         } = speculative;
         let read = read?;
         let owner = project.filter(|data| {
-            data.project.id == id
+            checked == Some(&list)
+                && data.project.id == id
                 && self.access.sees(&data.project.tenant)
                 && match &list.sort.field {
                     SortField::Custom(field) => data.field(field).is_some(),
@@ -126,13 +138,13 @@ impl Repo {
         // failed one too (outages are not secret); a failed read is simply made again.
         self.charge(cost);
         let mut page = read.ok()?;
+        let plan = Plan::new(&id, &list, None);
         if first_segment_only && !page.has_next {
             // The first segment ended before the page was full: the page goes on in the next
             // segments (the empty cells), read now that the project is known.
-            let segments = Plan::new(&id, &list, None).segments;
             let rest = paging::fetch_rest(
                 self.store.as_ref(),
-                &segments,
+                &plan.segments,
                 &request,
                 &self.budget,
                 None,
@@ -144,9 +156,10 @@ impl Repo {
                 Err(e) => return Some(Err(e.into())),
             };
         }
-        Some(
-            self.issue_rows(tenant, &id, &list, page)
-                .map(|rows| (request, rows)),
-        )
+        let report = plan_report(&list, &plan, &page);
+        Some(self.issue_rows(tenant, &id, &list, page).map(|mut rows| {
+            rows.plan = report;
+            (request, rows)
+        }))
     }
 }

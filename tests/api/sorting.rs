@@ -600,6 +600,33 @@ async fn prefetched_pages_are_read_once(backend: Backend) {
     assert_eq!(body["data"]["project"]["a"], body["data"]["project"]["c"]);
     assert_eq!(body["data"]["project"]["a"]["nodes"][0]["num"], 1);
     assert_eq!((calls.len(), waves::waves(&calls)), (3, 1), "{calls:?}");
+    // A filtered page whose key conditions answer its filter is read ahead too, once the
+    // gateway has seen its column's type: the first request checks the filter against the
+    // loaded project (2 waves), the next reads beside the project (1 wave), with the same rows
+    // and count. An empty-first order reads nothing ahead (its first segment is a search).
+    let filtered = r#"query($p: ID!, $f: IssueFilter, $o: IssueOrder) { project(id: $p) {
+        issues(first: 2, orderBy: $o, filter: $f) { totalCount nodes { num } } } }"#;
+    let range = json!({"column": {"field": "CUSTOM_FIELD", "customFieldId": "xattrib-3812"}, "gte": "2023-05-02"});
+    let by_date = json!({"field": "CUSTOM_FIELD", "customFieldId": "xattrib-3812"});
+    let vars = json!({"p": "project-35e9", "f": range, "o": by_date});
+    let (cold, cold_calls) = run(filtered, vars.clone()).await;
+    let (warm, warm_calls) = run(filtered, vars).await;
+    assert_eq!(cold["data"], warm["data"]);
+    assert_eq!(
+        warm["data"]["project"]["issues"]["nodes"],
+        json!([{"num": 2}]),
+        "{warm:#}"
+    );
+    assert_eq!(waves::waves(&cold_calls), 3, "{cold_calls:?}");
+    assert_eq!(
+        (warm_calls.len(), waves::waves(&warm_calls)),
+        (3, 2),
+        "{warm_calls:?}"
+    );
+    let first = json!({"p": "project-35e9", "f": {"column": {"field": "NUM"}, "gte": "1"},
+                       "o": {"field": "CUSTOM_FIELD", "customFieldId": "xattrib-3812", "empty": "FIRST"}});
+    let (body, _) = run(filtered, first).await;
+    assert!(body.get("errors").is_none(), "{body:#}");
     // A skipped field reads nothing.
     let (body, calls) = run(
         r#"query($p: ID!) { project(id: $p) { name issues(first: 2) @skip(if: true) { nodes { num } } } }"#,
