@@ -469,8 +469,9 @@ async fn fetch_from(
             }
             let out = out?;
             scanned += out.scanned;
-            // The rows of this query up to the bound, then (in a sifted list) those in the list.
-            let mut batch = Vec::with_capacity(out.items.len());
+            // The rows of this query up to the bound go on the page; in a sifted list, only
+            // those the sieve keeps (the page's vector is the only one an unfiltered page fills).
+            let first_read = rows.len();
             let mut bounded = false;
             for mut item in out.items {
                 let Some(position) = position_in(index, prefix, &mut item)? else {
@@ -480,21 +481,17 @@ async fn fetch_from(
                     bounded = true;
                     break;
                 }
-                batch.push(Row { position, item });
-                if sieve.is_none() && rows.len() + batch.len() == want {
+                rows.push(Row { position, item });
+                if sieve.is_none() && rows.len() == want {
                     break;
                 }
             }
             if let Some(sieve) = sieve {
-                batch = sieve.sift(batch).await?;
+                let read = rows.split_off(first_read);
+                rows.extend(sieve.sift(read).await?);
+                rows.truncate(want);
             }
-            for row in batch {
-                rows.push(row);
-                if rows.len() == want {
-                    break 'segments;
-                }
-            }
-            if bounded {
+            if bounded || rows.len() == want {
                 break 'segments;
             }
             match out.last_evaluated {

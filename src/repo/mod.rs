@@ -726,14 +726,7 @@ impl paging::Sieve for IssueSieve {
 /// How a filtered list's page was read (`None` for an unfiltered list).
 fn plan_report(list: &IssueList, plan: &Plan, page: &Page) -> Option<PlanReport> {
     list.filter.as_ref().map(|_| PlanReport {
-        segments: plan
-            .describe()
-            .into_iter()
-            .map(|(partition, key_condition)| PlanSegment {
-                partition,
-                key_condition,
-            })
-            .collect(),
+        segments: plan.describe(),
         residual: plan.residual.as_ref().map(ToString::to_string),
         rows_read: page.scanned,
         rows_returned: page.rows.len(),

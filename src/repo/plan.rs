@@ -17,7 +17,7 @@
 //! narrowed by it (an `in` of several values, an operand too long for a sort key) stays. So the
 //! residual is always right, and a range on the sorted column reads only the rows it returns.
 
-use super::{IssueList, SortField};
+use super::{IssueList, PlanSegment, SortField};
 use crate::filter::{Column, Leaf, Op, Predicate};
 use crate::ids::ProjectId;
 use crate::items;
@@ -104,15 +104,18 @@ impl Plan {
     }
 
     /// What the plan reads, for `extensions.plan`: each segment's partition and key condition.
-    pub fn describe(&self) -> Vec<(String, String)> {
+    pub fn describe(&self) -> Vec<PlanSegment> {
         self.segments
             .iter()
             .map(|s| {
-                let mut condition = describe_condition(&s.sort);
+                let mut key_condition = describe_condition(&s.sort);
                 if s.filter.is_some() {
-                    condition.push_str(" (issues without a value)");
+                    key_condition.push_str(" (issues without a value)");
                 }
-                (s.partition.clone(), condition)
+                PlanSegment {
+                    partition: s.partition.clone(),
+                    key_condition,
+                }
             })
             .collect()
     }

@@ -674,6 +674,13 @@ async fn prefetched_pages_are_read_once(backend: Backend) {
 
 // Filters.
 
+/// An app whose responses say how their filtered pages were read (`extensions.plan`).
+async fn explaining_app(backend: Backend) -> TestApp {
+    let mut settings = gridgate::app::Settings::default();
+    settings.gateway.explain_plans = true;
+    TestApp::spawn_with_settings(backend, settings).await
+}
+
 /// A column's cell in a row, as the API writes it (`None`: empty).
 fn cell(row: &Row, column: &Value) -> Option<String> {
     match column["field"].as_str().unwrap() {
@@ -853,9 +860,7 @@ fn random_filter(rng: &mut StdRng, fields: &[Field], rows: &[Row], depth: u32) -
 /// the rows of the reference evaluator in the oracle's order; a range on the sorted column
 /// reads only the rows it returns (and one more to know there is a next page).
 async fn filters_match_the_reference(backend: Backend) {
-    let mut settings = gridgate::app::Settings::default();
-    settings.gateway.explain_plans = true;
-    let app = TestApp::spawn_with_settings(backend, settings).await;
+    let app = explaining_app(backend).await;
     let project = synthetic_project(&app, 70, 5, 21).await;
     let (fields, rows) = read_all(&app, &project).await;
     let orders = orders(&fields);
@@ -921,9 +926,7 @@ async fn filters_match_the_reference(backend: Backend) {
 /// A range on the sorted column is a key condition: each page reads the rows it returns and
 /// one more, whatever the direction, and the empty cells of a custom field are not read.
 async fn ranges_on_the_sorted_column_read_only_their_rows(backend: Backend) {
-    let mut settings = gridgate::app::Settings::default();
-    settings.gateway.explain_plans = true;
-    let app = TestApp::spawn_with_settings(backend, settings).await;
+    let app = explaining_app(backend).await;
     let project = synthetic_project(&app, 90, 4, 5).await;
     let (fields, rows) = read_all(&app, &project).await;
     let int = fields.iter().find(|f| f.kind == "INT").unwrap();
@@ -1049,9 +1052,7 @@ async fn filtered_pages_fill_within_the_read_budget(backend: Backend) {
 /// counters say how rare), and a cursor read under one plan goes on under the other when the
 /// counters change the plan between pages.
 async fn rare_states_read_their_partition_and_cursors_survive_a_change_of_plan(backend: Backend) {
-    let mut settings = gridgate::app::Settings::default();
-    settings.gateway.explain_plans = true;
-    let app = TestApp::spawn_with_settings(backend, settings).await;
+    let app = explaining_app(backend).await;
     let tenant = app
         .data(
             r#"mutation { createTenant(input: {name: "T"}) { tenant { id } } }"#,
