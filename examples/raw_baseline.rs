@@ -299,7 +299,7 @@ async fn main() -> Result<(), Error> {
             let (lo, hi) = range.split_once(',').ok_or("--range is LO,HI")?;
             let bound = |n: &str| -> Result<String, Error> {
                 let value = gridgate::model::FieldValue::Int(n.trim().parse()?);
-                Ok(format!("{}\u{1}", gridgate::keys::value_part(&value)))
+                Ok(format!("{}\u{1}", gridgate::keys::plain_value_part(&value)))
             };
             Some((bound(lo)?, bound(hi)?))
         }

@@ -14,10 +14,13 @@
 //! keeps the empty cells.
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::ids::FieldId;
 use crate::keys;
-use crate::model::{FieldType, FieldValue, Issue, IssueCounts, IssueState};
+use crate::model::{
+    CustomField, FieldType, FieldValue, Issue, IssueCounts, IssueState, SelectOption,
+};
 
 /// At most this many leaves in one filter.
 pub const MAX_LEAVES: usize = 20;
@@ -38,20 +41,80 @@ pub fn fold(text: &str) -> String {
     text.chars().flat_map(char::to_lowercase).collect()
 }
 
+/// What a filter needs to know of a custom field to compare its cells: its type, and for
+/// SELECT its options, whose keys give the cells their order.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum CellType {
+    /// Every type but SELECT: a value's order is its own.
+    Plain(FieldType),
+    /// SELECT, with the field's options (removed ones too, whose cells keep their place until
+    /// the options sweep clears them).
+    Select(Arc<Vec<SelectOption>>),
+}
+
+impl CellType {
+    pub fn of(field: &CustomField) -> CellType {
+        match field.field_type {
+            FieldType::Select => CellType::Select(Arc::new(field.options.clone())),
+            other => CellType::Plain(other),
+        }
+    }
+
+    pub fn field_type(&self) -> FieldType {
+        match self {
+            CellType::Plain(ty) => *ty,
+            CellType::Select(_) => FieldType::Select,
+        }
+    }
+
+    /// A stored cell's text as a sort string's value part (`None`: not a value of the field).
+    fn encode(&self, text: &str) -> Option<String> {
+        match self {
+            CellType::Plain(ty) => FieldValue::parse(*ty, text)
+                .ok()
+                .map(|value| keys::plain_value_part(&value)),
+            CellType::Select(options) => options
+                .iter()
+                .find(|o| o.id == text)
+                .map(|o| keys::option_part(&o.key)),
+        }
+    }
+
+    /// An operand as a sort string's value part: a SELECT operand is one of the field's live
+    /// options.
+    fn operand(&self, text: &str) -> Result<String, crate::model::ValueError> {
+        match self {
+            CellType::Plain(ty) => Ok(keys::plain_value_part(&FieldValue::parse(*ty, text)?)),
+            CellType::Select(options) => options
+                .iter()
+                .find(|o| o.id == text && !o.removed)
+                .map(|o| keys::option_part(&o.key))
+                .ok_or_else(|| crate::model::ValueError {
+                    text: text.to_string(),
+                    expected: "select",
+                    reason: "not the id of one of the field's options",
+                }),
+        }
+    }
+}
+
 /// A column a filter leaf tests.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Column {
     Num,
     Name,
     State,
-    /// A custom field of the project, with its type as the filter was checked.
-    Custom(FieldId, FieldType),
+    /// A custom field of the project, with its type (and options) as the filter was checked.
+    Custom(FieldId, CellType),
 }
 
 impl Column {
     /// Whether `contains` and `startsWith` apply: the text columns.
     pub fn is_text(&self) -> bool {
-        matches!(self, Column::Name | Column::Custom(_, FieldType::Text))
+        matches!(
+            self,
+            Column::Name | Column::Custom(_, CellType::Plain(FieldType::Text))
+        )
     }
 
     /// Whether the column has a value in `issue`, as the table says: a custom field's cell is
@@ -71,12 +134,7 @@ impl Column {
             Column::Num => Some(keys::num_part(issue.num)),
             Column::Name => Some(keys::text_part(&issue.name)),
             Column::State => Some(keys::state_part(issue.state).to_string()),
-            Column::Custom(field, ty) => {
-                let text = issue.values.get(field)?;
-                FieldValue::parse(*ty, text)
-                    .ok()
-                    .map(|value| keys::value_part(&value))
-            }
+            Column::Custom(field, ty) => ty.encode(issue.values.get(field)?),
         }
     }
 
@@ -84,7 +142,9 @@ impl Column {
     fn folded(&self, issue: &Issue) -> Option<String> {
         match self {
             Column::Name => Some(fold(&issue.name)),
-            Column::Custom(field, FieldType::Text) => issue.values.get(field).map(|t| fold(t)),
+            Column::Custom(field, CellType::Plain(FieldType::Text)) => {
+                issue.values.get(field).map(|t| fold(t))
+            }
             _ => None,
         }
     }
@@ -122,7 +182,7 @@ impl Column {
                 "CLOSED" => Ok(keys::state_part(IssueState::Closed).to_string()),
                 _ => Err(OperandError::State(text.to_string())),
             },
-            Column::Custom(_, ty) => Ok(keys::value_part(&FieldValue::parse(*ty, text)?)),
+            Column::Custom(_, ty) => Ok(ty.operand(text)?),
         }
     }
 }
@@ -394,7 +454,7 @@ mod tests {
     #[test]
     fn empty_cells_are_null() {
         let f = FieldId::generate();
-        let col = Column::Custom(f.clone(), FieldType::Int);
+        let col = Column::Custom(f.clone(), CellType::Plain(FieldType::Int));
         let eq = |v: &str| Op::Eq(col.operand(v).unwrap());
         let empty = issue(1, "a", IssueState::Open, &[]);
         let five = issue(2, "b", IssueState::Open, &[(&f, "5")]);
@@ -411,7 +471,7 @@ mod tests {
     #[test]
     fn numbers_compare_numerically_and_text_case_folded() {
         let f = FieldId::generate();
-        let col = Column::Custom(f.clone(), FieldType::Number);
+        let col = Column::Custom(f.clone(), CellType::Plain(FieldType::Number));
         let ten = issue(1, "Alpha", IssueState::Open, &[(&f, "10")]);
         let range = leaf(
             col.clone(),
@@ -436,18 +496,48 @@ mod tests {
     #[test]
     fn folding_finds_a_word_in_itself_and_bad_cells_are_not_empty() {
         let f = FieldId::generate();
-        let text = Column::Custom(f.clone(), FieldType::Text);
+        let text = Column::Custom(f.clone(), CellType::Plain(FieldType::Text));
         let odos = issue(1, "ΟΔΟΣΟΣ", IssueState::Open, &[(&f, "ΑΣΑ")]);
         let starts = leaf(Column::Name, vec![Op::StartsWith(fold("ΟΔΟΣ"))]);
         assert!(starts.matches(&odos));
         assert!(leaf(text, vec![Op::Contains(fold("ΑΣ"))]).matches(&odos));
         // A cell another tool wrote that its type refuses is there: not empty, and no
         // comparison holds for it.
-        let int = Column::Custom(f.clone(), FieldType::Int);
+        let int = Column::Custom(f.clone(), CellType::Plain(FieldType::Int));
         let odd = issue(2, "x", IssueState::Open, &[(&f, "4.5")]);
         assert!(!leaf(int.clone(), vec![Op::IsEmpty(true)]).matches(&odd));
         assert!(leaf(int.clone(), vec![Op::IsEmpty(false)]).matches(&odd));
         assert!(!leaf(int.clone(), vec![Op::Ne(int.operand("1").unwrap())]).matches(&odd));
+    }
+
+    #[test]
+    fn select_cells_compare_by_their_options_order() {
+        let f = FieldId::generate();
+        let key = |k: &str, id: &str, removed: bool| SelectOption {
+            id: id.into(),
+            label: id.into(),
+            color: None,
+            key: k.into(),
+            stale_keys: Vec::new(),
+            removed,
+        };
+        // Ids in the opposite order of the keys: the keys decide.
+        let options = vec![
+            key("80", "opt-c", false),
+            key("8180", "opt-b", false),
+            key("8280", "opt-a", true),
+        ];
+        let col = Column::Custom(f.clone(), CellType::Select(Arc::new(options)));
+        let c = issue(1, "x", IssueState::Open, &[(&f, "opt-c")]);
+        let b = issue(2, "y", IssueState::Open, &[(&f, "opt-b")]);
+        let a = issue(3, "z", IssueState::Open, &[(&f, "opt-a")]);
+        let after_c = leaf(col.clone(), vec![Op::Gt(col.operand("opt-c").unwrap())]);
+        assert!(!after_c.matches(&c) && after_c.matches(&b));
+        // A removed option's cells keep their place until the sweep clears them, but no
+        // filter may name it.
+        assert!(after_c.matches(&a));
+        assert!(col.operand("opt-a").is_err());
+        assert!(col.operand("opt-zz").is_err());
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! the sort strings inside `GSI1SK` come from `crate::sortkey`.
 
 use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
-use crate::model::{FieldValue, IssueState};
+use crate::model::{CustomField, FieldValue, IssueState};
 use crate::sortkey;
 use crate::store::Key;
 
@@ -145,21 +145,48 @@ pub fn state_sort(state: IssueState, num: u32) -> String {
     sortkey::with_num(sortkey::state_open(state == IssueState::Open), num)
 }
 
-/// `GSI1SK` of a field value row.
-pub fn value_sort(value: &FieldValue, num: u32) -> String {
-    sortkey::with_num(&value_part(value), num)
+/// `GSI1SK` of a field value row; `None` for a SELECT value that is not one of the field's
+/// options (a cell no writer of this gateway writes, which gets no index row).
+pub fn value_sort(field: &CustomField, value: &FieldValue, num: u32) -> Option<String> {
+    Some(sortkey::with_num(&value_part(field, value)?, num))
 }
 
 /// The value part of a field value's sort string, whole (not cut to the key's length): what
-/// [`value_sort`] starts with, and what filters compare cells and operands by.
-pub fn value_part(value: &FieldValue) -> String {
+/// [`value_sort`] starts with, and what filters compare cells and operands by. A SELECT value
+/// sorts by its option's key, so it needs the field; `None` when the option is not the
+/// field's.
+pub fn value_part(field: &CustomField, value: &FieldValue) -> Option<String> {
+    match value {
+        FieldValue::Select(id) => field.option(id).map(|o| option_part(&o.key)),
+        other => Some(plain_value_part(other)),
+    }
+}
+
+/// The value part of a SELECT option with order key `key`.
+pub fn option_part(key: &str) -> String {
+    sortkey::select(key).to_string()
+}
+
+/// The value part of a value whose order does not depend on its field (every type but
+/// SELECT, whose values are given their option's part by [`option_part`]).
+pub fn plain_value_part(value: &FieldValue) -> String {
     match value {
         FieldValue::Text(s) => sortkey::text(s),
         FieldValue::Int(i) => sortkey::int(*i),
         FieldValue::Number(d) => sortkey::decimal(d),
         FieldValue::Date(d) => sortkey::date(*d),
         FieldValue::Checkbox(b) => sortkey::checkbox(*b).to_string(),
+        FieldValue::Select(id) => sortkey::text(id),
     }
+}
+
+/// The `GSI1SK` a value row with sort string `sort` gets when its value part `from` becomes
+/// `to` (an option that moved): the tie-breaker after the part is kept. `None` when `sort`
+/// does not start with `from` and the separator.
+pub fn rekeyed_sort(sort: &str, from: &str, to: &str) -> Option<String> {
+    let rest = sort.strip_prefix(from)?;
+    rest.starts_with(SORT_SEPARATOR)
+        .then(|| format!("{to}{rest}"))
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ pub mod jsonscan;
 pub mod keys;
 pub mod loaders;
 pub mod model;
+pub mod options;
 pub mod paging;
 pub mod repo;
 pub mod seed;

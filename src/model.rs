@@ -85,6 +85,79 @@ pub struct CustomField {
     pub version: u64,
     /// Set when the field was deleted and its cells await the sweep: it is gone for the API.
     pub deleted: bool,
+    /// A SELECT field's options in their order (by [`SelectOption::key`]), removed ones
+    /// included until the options sweep has cleared their cells; empty for other types.
+    pub options: Vec<SelectOption>,
+}
+
+impl CustomField {
+    /// The option with id `id`, removed or not.
+    pub fn option(&self, id: &str) -> Option<&SelectOption> {
+        self.options.iter().find(|o| o.id == id)
+    }
+
+    /// The options clients see and may choose, in order.
+    pub fn live_options(&self) -> impl Iterator<Item = &SelectOption> {
+        self.options.iter().filter(|o| !o.removed)
+    }
+
+    /// Whether the options sweep still has cells to re-key or clear (`REINDEXING`).
+    pub fn reindexing(&self) -> bool {
+        self.options
+            .iter()
+            .any(|o| o.removed || !o.stale_keys.is_empty())
+    }
+
+    /// A stored cell's text as a value of this field: for SELECT, the id of one of its options,
+    /// removed ones included (their cells keep their place until the sweep clears them).
+    pub fn stored_value(&self, text: &str) -> Result<FieldValue, ValueError> {
+        let value = FieldValue::parse(self.field_type, text)?;
+        match &value {
+            FieldValue::Select(id) if self.option(id).is_none() => Err(ValueError {
+                text: text.to_string(),
+                expected: "select",
+                reason: "not one of the field's options",
+            }),
+            _ => Ok(value),
+        }
+    }
+
+    /// A value a client writes into a cell of this field: for SELECT, the id of one of its
+    /// live options.
+    pub fn input_value(&self, text: &str) -> Result<FieldValue, ValueError> {
+        let value = self.stored_value(text)?;
+        match &value {
+            FieldValue::Select(id) if self.option(id).is_some_and(|o| o.removed) => {
+                Err(ValueError {
+                    text: text.to_string(),
+                    expected: "select",
+                    reason: "the option was removed from the field",
+                })
+            }
+            _ => Ok(value),
+        }
+    }
+}
+
+/// One choice of a SELECT field. Its cells hold its `id`; they sort by its `key`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct SelectOption {
+    /// Stable within the field (`opt-1a2b3c4d`); what a cell stores.
+    pub id: String,
+    pub label: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub color: Option<String>,
+    /// The option's order key: a fractional index (see `crate::options`), so moving one option
+    /// changes only its own key, and only its own cells need new sort strings.
+    pub key: String,
+    /// Keys the option had before it moved, whose cells' index rows the options sweep has not
+    /// re-keyed yet.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stale_keys: Vec<String>,
+    /// Removed from the field: no cell may take it, and the options sweep clears the cells
+    /// that have it, then forgets it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub removed: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -131,6 +204,7 @@ pub enum FieldType {
     Number,
     Date,
     Checkbox,
+    Select,
 }
 
 impl FieldType {
@@ -142,6 +216,7 @@ impl FieldType {
             FieldType::Number => "number",
             FieldType::Date => "date",
             FieldType::Checkbox => "checkbox",
+            FieldType::Select => "select",
         }
     }
 
@@ -152,6 +227,7 @@ impl FieldType {
             "number" => Some(FieldType::Number),
             "date" => Some(FieldType::Date),
             "checkbox" => Some(FieldType::Checkbox),
+            "select" => Some(FieldType::Select),
             _ => None,
         }
     }
@@ -194,7 +270,14 @@ pub enum FieldValue {
     Date(NaiveDate),
     /// Checked or not; an unset cell is empty, and `false` sorts before `true`.
     Checkbox(bool),
+    /// The id of one of the field's options (checked against them by
+    /// [`CustomField::stored_value`] and [`CustomField::input_value`]); sorts by the options'
+    /// order.
+    Select(String),
 }
+
+/// The longest option id a SELECT cell may hold.
+pub const MAX_OPTION_ID: usize = 64;
 
 /// Why a text is not a valid value of a field type.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -286,6 +369,13 @@ impl FieldValue {
                 t if t.eq_ignore_ascii_case("false") => Ok(FieldValue::Checkbox(false)),
                 _ => Err(err("expected true or false")),
             },
+            FieldType::Select => {
+                let trimmed = text.trim();
+                if trimmed.is_empty() || trimmed.len() > MAX_OPTION_ID {
+                    return Err(err("expected the id of one of the field's options"));
+                }
+                Ok(FieldValue::Select(trimmed.to_string()))
+            }
         }
     }
 
@@ -296,6 +386,7 @@ impl FieldValue {
             FieldValue::Number(_) => FieldType::Number,
             FieldValue::Date(_) => FieldType::Date,
             FieldValue::Checkbox(_) => FieldType::Checkbox,
+            FieldValue::Select(_) => FieldType::Select,
         }
     }
 }
@@ -310,6 +401,7 @@ impl fmt::Display for FieldValue {
             FieldValue::Number(d) => f.write_str(&plain_decimal(d)),
             FieldValue::Date(d) => write!(f, "{}", d.format("%Y-%m-%d")),
             FieldValue::Checkbox(b) => write!(f, "{b}"),
+            FieldValue::Select(id) => f.write_str(id),
         }
     }
 }
@@ -339,6 +431,7 @@ fn is_canonical(ty: FieldType, raw: &str) -> bool {
     }
     match ty {
         FieldType::Text => true,
+        FieldType::Select => raw.trim() == raw,
         FieldType::Checkbox => raw == "true" || raw == "false",
         FieldType::Date => {
             raw.len() == 10

@@ -13,6 +13,7 @@ use crate::items;
 use crate::model::{
     CellText, CustomField, FieldType, FieldValue, Issue, IssueCounts, IssueState, Project, Tenant,
 };
+use crate::options::{self, OptionInput};
 use crate::repo::RepoError;
 use crate::store::{retry, DynStore, Item, Key, StoreError};
 use compact_str::ToCompactString;
@@ -87,6 +88,7 @@ pub fn demo_items() -> Result<Vec<Item>, SeedError> {
             position,
             version: 1,
             deleted: false,
+            options: Vec::new(),
         })
     };
     let fields = vec![
@@ -289,10 +291,24 @@ pub async fn synthetic(
             FieldType::Number,
             FieldType::Date,
             FieldType::Checkbox,
+            FieldType::Select,
         ];
         let fields: Vec<CustomField> = (0..params.fields)
             .map(|i| {
                 let field_type = types[i as usize % types.len()];
+                let options = if field_type == FieldType::Select {
+                    let inputs: Vec<OptionInput> = STATUSES
+                        .iter()
+                        .map(|label| OptionInput {
+                            id: None,
+                            label: (*label).to_string(),
+                            color: None,
+                        })
+                        .collect();
+                    options::edit(&[], &inputs, &mut rng).unwrap_or_default()
+                } else {
+                    Vec::new()
+                };
                 CustomField {
                     id: FieldId::seeded(&mut rng),
                     project: project.id.clone(),
@@ -301,6 +317,7 @@ pub async fn synthetic(
                     position: i + 1,
                     version: 1,
                     deleted: false,
+                    options,
                 }
             })
             .collect();
@@ -350,10 +367,9 @@ fn random_issue(rng: &mut StdRng, project: &Project, fields: &[CustomField], num
         if rng.random_range(0..100) < EMPTY_PERCENT {
             continue;
         }
-        values.insert(
-            field.id.clone(),
-            random_value(rng, field.field_type).to_compact_string(),
-        );
+        if let Some(value) = random_value(rng, field) {
+            values.insert(field.id.clone(), value.to_compact_string());
+        }
     }
     Issue {
         id: IssueId::seeded(rng),
@@ -374,8 +390,19 @@ fn random_issue(rng: &mut StdRng, project: &Project, fields: &[CustomField], num
     }
 }
 
-fn random_value(rng: &mut StdRng, field_type: FieldType) -> FieldValue {
-    match field_type {
+/// The options of the synthetic SELECT fields.
+const STATUSES: &[&str] = &[
+    "Backlog",
+    "Todo",
+    "In progress",
+    "In review",
+    "Done",
+    "Won't do",
+];
+
+/// A random value of `field` (`None` for a SELECT field without options).
+fn random_value(rng: &mut StdRng, field: &CustomField) -> Option<FieldValue> {
+    Some(match field.field_type {
         FieldType::Text => {
             let words = rng.random_range(1..=3);
             let text: Vec<&str> = (0..words)
@@ -401,5 +428,12 @@ fn random_value(rng: &mut StdRng, field_type: FieldType) -> FieldValue {
             FieldValue::Date(base + chrono::Days::new(rng.random_range(0..15_000)))
         }
         FieldType::Checkbox => FieldValue::Checkbox(rng.random_bool(0.5)),
-    }
+        FieldType::Select => {
+            let n = field.options.len();
+            if n == 0 {
+                return None;
+            }
+            FieldValue::Select(field.options[rng.random_range(0..n)].id.clone())
+        }
+    })
 }

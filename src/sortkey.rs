@@ -132,6 +132,13 @@ pub fn checkbox(checked: bool) -> &'static str {
     }
 }
 
+/// A SELECT option's order key, as it is: option keys are fractional indexes in hex (see
+/// `crate::options`), ASCII digits and `a`..=`f` whose byte order is their order, so they
+/// never contain U+0000 or U+0001.
+pub fn select(key: &str) -> &str {
+    key
+}
+
 /// Issue state: `"1"` for OPEN and `"2"` for CLOSED, so OPEN sorts before CLOSED.
 pub fn state_open(open: bool) -> &'static str {
     if open {

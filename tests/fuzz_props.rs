@@ -21,7 +21,8 @@ use bigdecimal::{BigDecimal, Zero};
 use chrono::Datelike;
 use gridgate::graphql::analysis::{analyze, count_tokens, QueryLimits, Refusal, TypeMap};
 use gridgate::ids::{FieldId, IdError, IssueId, NodeId, ProjectId, TenantId};
-use gridgate::model::{FieldType, FieldValue};
+use gridgate::model::{CustomField, FieldType, FieldValue};
+use gridgate::options::{self, OptionInput};
 use gridgate::paging::{CursorKeys, PagingError, Position, Scope};
 use gridgate::sortkey::{decimal, num, text, with_num, with_suffix, MAX_SORT_KEY_BYTES, SEPARATOR};
 use proptest::prelude::*;
@@ -448,13 +449,62 @@ proptest! {
 // ---------------------------------------------------------------------------------------------
 // Cell values (`model::FieldValue::parse`)
 
-const TYPES: [FieldType; 5] = [
+const TYPES: [FieldType; 6] = [
     FieldType::Text,
     FieldType::Int,
     FieldType::Number,
     FieldType::Date,
     FieldType::Checkbox,
+    FieldType::Select,
 ];
+
+/// The labels of the SELECT field the value properties use, in its options' order.
+const OPTION_LABELS: [&str; 5] = ["Zeta", "alpha", "Mid", "b", "Last"];
+
+/// A field of type `ty`; a SELECT field has the options [`OPTION_LABELS`], in that order,
+/// after one removed option and one moved option, so its keys are not the ones a fresh list
+/// gets.
+fn field_of(ty: FieldType) -> CustomField {
+    static SELECT: OnceLock<Vec<gridgate::model::SelectOption>> = OnceLock::new();
+    let options = if ty == FieldType::Select {
+        SELECT
+            .get_or_init(|| {
+                let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+                let input = |id: Option<&str>, label: &str| OptionInput {
+                    id: id.map(str::to_string),
+                    label: label.to_string(),
+                    color: None,
+                };
+                let mut labels: Vec<OptionInput> =
+                    OPTION_LABELS.iter().map(|l| input(None, l)).collect();
+                labels.push(input(None, "gone"));
+                let first = options::edit(&[], &labels, &mut rng).expect("valid options");
+                // Move the first option to the end, remove "gone", then put it back first.
+                let mut order: Vec<OptionInput> = first[1..5]
+                    .iter()
+                    .chain(&first[..1])
+                    .map(|o| input(Some(&o.id), &o.label))
+                    .collect();
+                let moved = options::edit(&first, &order, &mut rng).expect("valid options");
+                let zeta = order.pop().expect("five options");
+                order.insert(0, zeta);
+                options::edit(&moved, &order, &mut rng).expect("valid options")
+            })
+            .clone()
+    } else {
+        Vec::new()
+    };
+    CustomField {
+        id: FieldId::parse("xattrib-0001").expect("an id"),
+        project: ProjectId::parse("project-0001").expect("an id"),
+        name: "f".into(),
+        field_type: ty,
+        position: 1,
+        version: 1,
+        deleted: false,
+        options,
+    }
+}
 
 /// Every type on `text`: no panic; an accepted value has the type, its canonical text
 /// re-parses to it and is its own canonical text; numbers stay in DynamoDB's range (and their
@@ -506,6 +556,10 @@ fn check_value(text: &str) {
             FieldValue::Checkbox(b) => {
                 assert_eq!(canonical, b.to_string());
                 assert!(text.trim().eq_ignore_ascii_case(&canonical), "{text:?}");
+            }
+            FieldValue::Select(id) => {
+                assert_eq!(id, text.trim());
+                assert!(!id.is_empty() && id.len() <= gridgate::model::MAX_OPTION_ID);
             }
         }
     }
@@ -644,6 +698,15 @@ fn cell_text(ty: FieldType) -> BoxedStrategy<String> {
         FieldType::Checkbox => prop::sample::select(vec!["true", "false", "TRUE", " false", "yes"])
             .prop_map(str::to_owned)
             .boxed(),
+        FieldType::Select => {
+            let mut ids: Vec<String> = field_of(FieldType::Select)
+                .options
+                .iter()
+                .map(|o| o.id.clone())
+                .collect();
+            ids.extend(["opt-nope".to_string(), String::new()]);
+            prop::sample::select(ids).boxed()
+        }
     }
 }
 
@@ -685,7 +748,15 @@ proptest! {
         let (Ok(va), Ok(vb)) = (FieldValue::parse(ty, &a), FieldValue::parse(ty, &b)) else {
             return Ok(());
         };
-        let (ka, kb) = (gridgate::keys::value_sort(&va, x), gridgate::keys::value_sort(&vb, y));
+        let field = field_of(ty);
+        let (Some(ka), Some(kb)) = (
+            gridgate::keys::value_sort(&field, &va, x),
+            gridgate::keys::value_sort(&field, &vb, y),
+        ) else {
+            // Only a SELECT value that is none of the field's options has no sort string.
+            prop_assert!(ty == FieldType::Select && (field.option(&a).is_none() || field.option(&b).is_none()));
+            return Ok(());
+        };
         value_part(&ka, &num(x));
         value_part(&kb, &num(y));
         let order = match (&va, &vb) {
@@ -697,6 +768,11 @@ proptest! {
             (FieldValue::Number(p), FieldValue::Number(q)) => p.cmp(q),
             (FieldValue::Date(p), FieldValue::Date(q)) => p.cmp(q),
             (FieldValue::Checkbox(p), FieldValue::Checkbox(q)) => p.cmp(q),
+            // The options' order (removed ones keep their place until swept).
+            (FieldValue::Select(p), FieldValue::Select(q)) => {
+                let at = |id: &str| field.options.iter().position(|o| o.id == id);
+                at(p).cmp(&at(q))
+            }
             _ => unreachable!("both cells parsed as {ty:?}"),
         };
         prop_assert_eq!(ka.cmp(&kb), order.then(x.cmp(&y)), "{:?} {} / {:?} {}", a, x, b, y);

@@ -9,9 +9,9 @@ use async_graphql::{Context, Enum, InputObject, InputType, Name, Value, ID};
 
 use super::error::ApiError;
 use super::request::{referenced_project, FieldTypeCache};
-use crate::filter::{self, Column, Leaf, Op, Predicate};
+use crate::filter::{self, CellType, Column, Leaf, Op, Predicate};
 use crate::ids::{FieldId, ProjectId};
-use crate::model::{FieldType, ProjectData};
+use crate::model::ProjectData;
 use crate::paging::PageArgs;
 use crate::repo::{IssueList, IssueSort, SortField};
 
@@ -150,7 +150,7 @@ impl IssueFilter {
     /// The filter checked against the project's fields: `BAD_USER_INPUT` naming the path in
     /// the filter of the first thing wrong.
     pub fn check(&self, project: &ProjectData) -> Result<Predicate, ApiError> {
-        let types = |id: &FieldId| project.field(id).map(|f| f.field_type);
+        let types = |id: &FieldId| project.field(id).map(CellType::of);
         self.check_with(&project.project.id, &types)
     }
 
@@ -322,7 +322,7 @@ impl IssueFilter {
 }
 
 /// The type of each of a project's live fields (`None`: not one of them).
-pub type FieldTypesOf<'a> = dyn Fn(&FieldId) -> Option<FieldType> + 'a;
+pub type FieldTypesOf<'a> = dyn Fn(&FieldId) -> Option<CellType> + 'a;
 
 /// What a filter is checked against: its project and the types of the project's fields.
 struct Fields<'a> {

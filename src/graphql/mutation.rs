@@ -17,6 +17,7 @@ use crate::auth::Permission;
 use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::loaders::Probed;
 use crate::model;
+use crate::options::OptionInput;
 use crate::repo::writes::{CellInput, Writes, Written};
 use crate::repo::IssueKey;
 
@@ -253,10 +254,38 @@ pub struct CreateCustomFieldInput {
     /// The column's place among the project's fields (ascending), 0 to 2147483647; default
     /// after the last field.
     pub position: Option<i64>,
+    /// A SELECT field's options, in order (without ids: they are new); at most 200, labels
+    /// unique ignoring case. Refused with `BAD_USER_INPUT` for other types.
+    pub options: Option<Vec<SelectOptionInput>>,
     /// Optional, 1 to 200 bytes, echoed in the payload. A retry with the same id and the same
     /// input within 10 minutes returns the first result instead of applying again; the id
     /// reused for another mutation or other input is refused with `BAD_USER_INPUT`.
     pub client_mutation_id: Option<String>,
+}
+
+/// One option of a SELECT field as a client sends it.
+#[derive(InputObject, Clone, Debug)]
+pub struct SelectOptionInput {
+    /// The id of one of the field's options, to keep it; leave it out for a new option.
+    pub id: Option<ID>,
+    /// The label: 1 to 100 characters after trimming the spaces around it, unique within the
+    /// field ignoring case.
+    pub label: String,
+    /// `#rrggbb`, or one of default, gray, brown, orange, yellow, green, blue, purple, pink,
+    /// red; null for none.
+    pub color: Option<String>,
+}
+
+/// The repository's form of option inputs.
+fn option_inputs(inputs: &[SelectOptionInput]) -> Vec<OptionInput> {
+    inputs
+        .iter()
+        .map(|input| OptionInput {
+            id: input.id.as_ref().map(|id| id.to_string()),
+            label: input.label.clone(),
+            color: input.color.clone(),
+        })
+        .collect()
 }
 
 /// The result of `createCustomField`.
@@ -284,6 +313,13 @@ pub struct UpdateCustomFieldInput {
     /// `BAD_USER_INPUT`.
     #[graphql(name = "type")]
     pub field_type: Option<CustomFieldType>,
+    /// A SELECT field's whole new option list, in order: an option with the `id` of an
+    /// existing one keeps it (renamed or recoloured as given, moved to its new place), one
+    /// without `id` is added, and existing options left out are removed, their cells cleared.
+    /// A move re-keys the moved options' cells only, and removals clear cells, in the
+    /// background: until that is done the field's `status` is `REINDEXING`. Null keeps the
+    /// options.
+    pub options: Option<Vec<SelectOptionInput>>,
     /// Optional, 1 to 200 bytes, echoed in the payload. A retry with the same id and the same
     /// input within 10 minutes returns the first result instead of applying again; the id
     /// reused for another mutation or other input is refused with `BAD_USER_INPUT`.
@@ -561,6 +597,7 @@ impl MutationRoot {
                 &input.name,
                 input.field_type.into(),
                 input.position,
+                &option_inputs(input.options.as_deref().unwrap_or_default()),
             )
             .await
             .map_err(ApiError::from)?;
@@ -584,6 +621,7 @@ impl MutationRoot {
                 input.name.as_deref(),
                 input.position,
                 input.field_type.map(Into::into),
+                input.options.as_deref().map(option_inputs).as_deref(),
             )
             .await
             .map_err(ApiError::from)?;

@@ -6,9 +6,10 @@ use std::sync::{Arc, Mutex};
 use async_graphql::{Context, ContextBase, Value};
 
 use super::error::ApiError;
+use crate::filter::CellType;
 use crate::ids::{FieldId, ProjectId};
 use crate::loaders::RequestLoader;
-use crate::model::{FieldType, ProjectData};
+use crate::model::ProjectData;
 use crate::repo::{PlanReport, Repo};
 
 pub(crate) fn loader<'a, T>(ctx: &ContextBase<'a, T>) -> Result<&'a RequestLoader, ApiError> {
@@ -40,9 +41,12 @@ pub(crate) async fn project_data<T>(
 
 /// The types of the custom fields the gateway has seen, shared by every request: a field's
 /// type never changes and its id is never reused, so a type once seen is right for as long as
-/// the field lives. The read-ahead checks a filter against it before the project loads
-/// (`graphql::prefetch`); the project, once loaded, confirms the field is still its own.
-pub(crate) struct FieldTypeCache(Mutex<lru::LruCache<FieldId, FieldType>>);
+/// the field lives. A SELECT field's options can change: the read-ahead may check a filter
+/// against options since edited, which is why the loaded project re-checks every read-ahead
+/// filter and reads again when the checked list differs. The read-ahead checks a filter
+/// against it before the project loads (`graphql::prefetch`); the project, once loaded,
+/// confirms the field is still its own.
+pub(crate) struct FieldTypeCache(Mutex<lru::LruCache<FieldId, CellType>>);
 
 /// At most this many field types are kept (a few hundred KB).
 const FIELD_TYPES_KEPT: usize = 10_000;
@@ -56,7 +60,7 @@ impl Default for FieldTypeCache {
 }
 
 impl FieldTypeCache {
-    fn lock(&self) -> std::sync::MutexGuard<'_, lru::LruCache<FieldId, FieldType>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, lru::LruCache<FieldId, CellType>> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -65,15 +69,19 @@ impl FieldTypeCache {
     pub(crate) fn learn(&self, data: &ProjectData) {
         let mut cache = self.lock();
         for field in &data.fields {
-            if cache.get(&field.id) != Some(&field.field_type) {
-                cache.put(field.id.clone(), field.field_type);
+            let known = cache.get(&field.id).is_some_and(|known| match known {
+                CellType::Plain(ty) => *ty == field.field_type,
+                CellType::Select(options) => **options == field.options,
+            });
+            if !known {
+                cache.put(field.id.clone(), CellType::of(field));
             }
         }
     }
 
     /// The type of `field`, if it was seen.
-    pub(crate) fn get(&self, field: &FieldId) -> Option<FieldType> {
-        self.lock().get(field).copied()
+    pub(crate) fn get(&self, field: &FieldId) -> Option<CellType> {
+        self.lock().get(field).cloned()
     }
 }
 

@@ -41,7 +41,7 @@ use async_graphql::{
 };
 
 use super::request::{referenced_project, repo};
-use super::values::{clamp_i32, clamp_version, CustomFieldType, IssueState};
+use super::values::{clamp_i32, clamp_version, CustomFieldStatus, CustomFieldType, IssueState};
 use crate::model::{self, ProjectData};
 use crate::telemetry::{count_fallback, Fallback, PlanMiss};
 
@@ -61,6 +61,8 @@ pub trait Objects: Sized + Send + Sync + 'static {
     type Field: OutputType;
     /// `CustomFieldValue`, a cell.
     type Cell: OutputType;
+    /// `SelectOption`.
+    type SelectOption: OutputType;
     /// `Issue`.
     type Issue: OutputType + Clone;
     /// `IssueEdge`.
@@ -299,6 +301,55 @@ impl Json {
     }
 }
 
+/// What a selection of a `SelectOption` asks for.
+enum OptionPart {
+    Typename,
+    Id,
+    Label,
+    Color,
+    Position,
+}
+
+fn option_plan<O: Objects>(fragments: &Fragments, set: &SelectionSet) -> Compiled<OptionPart> {
+    compile(
+        fragments,
+        set,
+        &O::SelectOption::type_name(),
+        |field| match field.name.node.as_str() {
+            "__typename" => Ok(OptionPart::Typename),
+            "id" => Ok(OptionPart::Id),
+            "label" => Ok(OptionPart::Label),
+            "color" => Ok(OptionPart::Color),
+            "position" => Ok(OptionPart::Position),
+            _ => Err(PlanMiss::Field),
+        },
+    )
+}
+
+/// The `position`th live option of its field, as `types::SelectOption` shows it.
+fn write_option<O: Objects>(
+    out: &mut Json,
+    plan: &Plan<OptionPart>,
+    option: &model::SelectOption,
+    position: usize,
+) {
+    out.open(b'{');
+    for (index, (key, part)) in plan.iter().enumerate() {
+        out.key(index, key);
+        match part {
+            OptionPart::Typename => out.string(&O::SelectOption::type_name()),
+            OptionPart::Id => out.string(&option.id),
+            OptionPart::Label => out.string(&option.label),
+            OptionPart::Color => match &option.color {
+                Some(color) => out.string(color),
+                None => out.0.extend_from_slice(b"null"),
+            },
+            OptionPart::Position => out.int(i32::try_from(position).unwrap_or(i32::MAX)),
+        }
+    }
+    out.close(b'}');
+}
+
 /// What a selection of a `CustomField` asks for (its `project` is left to the executor).
 enum FieldPart {
     Typename,
@@ -307,6 +358,8 @@ enum FieldPart {
     Type,
     Position,
     Version,
+    Status,
+    Options(Plan<OptionPart>),
 }
 
 fn field_plan<O: Objects>(fragments: &Fragments, set: &SelectionSet) -> Compiled<FieldPart> {
@@ -321,6 +374,10 @@ fn field_plan<O: Objects>(fragments: &Fragments, set: &SelectionSet) -> Compiled
             "type" => Ok(FieldPart::Type),
             "position" => Ok(FieldPart::Position),
             "version" => Ok(FieldPart::Version),
+            "status" => Ok(FieldPart::Status),
+            "options" => {
+                option_plan::<O>(fragments, &field.selection_set.node).map(FieldPart::Options)
+            }
             _ => Err(PlanMiss::Field),
         },
     )
@@ -337,6 +394,15 @@ fn write_field<O: Objects>(out: &mut Json, plan: &Plan<FieldPart>, field: &model
             FieldPart::Type => out.enumeration(CustomFieldType::from(field.field_type)),
             FieldPart::Position => out.int(clamp_i32(field.position)),
             FieldPart::Version => out.int(clamp_version(field.version)),
+            FieldPart::Status => out.enumeration(CustomFieldStatus::of(field)),
+            FieldPart::Options(plan) => {
+                out.open(b'[');
+                for (position, option) in field.live_options().enumerate() {
+                    out.comma(position);
+                    write_option::<O>(out, plan, option, position);
+                }
+                out.close(b']');
+            }
         }
     }
     out.close(b'}');
@@ -388,6 +454,7 @@ enum CellPart {
     Typename,
     Value,
     Field(Plan<FieldPart>),
+    Option(Plan<OptionPart>),
 }
 
 fn cell_plan<O: Objects>(fragments: &Fragments, set: &SelectionSet) -> Compiled<CellPart> {
@@ -396,6 +463,9 @@ fn cell_plan<O: Objects>(fragments: &Fragments, set: &SelectionSet) -> Compiled<
             "__typename" => Ok(CellPart::Typename),
             "value" => Ok(CellPart::Value),
             "field" => field_plan::<O>(fragments, &field.selection_set.node).map(CellPart::Field),
+            "option" => {
+                option_plan::<O>(fragments, &field.selection_set.node).map(CellPart::Option)
+            }
             _ => Err(PlanMiss::Field),
         }
     })
@@ -420,6 +490,20 @@ fn write_cells<O: Objects>(
                 CellPart::Field(plan) => {
                     let slot = index * project.fields.len() + at;
                     fields.write(out, slot, |out| write_field::<O>(out, plan, field));
+                }
+                CellPart::Option(plan) => {
+                    let live = (field.field_type == model::FieldType::Select)
+                        .then(|| {
+                            field.live_options().enumerate().find(|(_, option)| {
+                                // As the general path compares: the canonical text.
+                                option.id == model::canonical_text(field.field_type, raw)
+                            })
+                        })
+                        .flatten();
+                    match live {
+                        Some((position, option)) => write_option::<O>(out, plan, option, position),
+                        None => out.0.extend_from_slice(b"null"),
+                    }
                 }
             }
         }

@@ -19,7 +19,7 @@ pub(crate) use super::request::{
     loader, note_plan, project_data, referenced_project, repo, visible_project,
 };
 use super::rows::{self, Objects};
-use super::values::{clamp_count, clamp_i32, clamp_version};
+use super::values::{clamp_count, clamp_i32, clamp_version, CustomFieldStatus};
 pub use super::values::{CustomFieldType, IssueState};
 use crate::filter;
 use crate::ids::{FieldId, TenantId};
@@ -330,9 +330,20 @@ impl CustomField {
         clamp_i32(self.get().position)
     }
 
-    /// Bumped by every change of the field (name, position).
+    /// Bumped by every change of the field (name, position, options, status).
     async fn version(&self) -> i32 {
         clamp_version(self.get().version)
+    }
+
+    /// A SELECT field's options in their order; empty for other types.
+    async fn options(&self) -> Vec<SelectOption> {
+        SelectOption::all(self.get())
+    }
+
+    /// `REINDEXING` while moved or removed options' cells are being re-keyed or cleared in
+    /// the background, else `READY`.
+    async fn status(&self) -> CustomFieldStatus {
+        CustomFieldStatus::of(self.get())
     }
 
     /// The project the field belongs to.
@@ -451,6 +462,59 @@ impl CustomFieldValue {
     /// The custom field (the column) this cell belongs to.
     async fn field(&self) -> &CustomField {
         &self.field
+    }
+
+    /// A SELECT cell's option (its `value` is the option's id); null for other types, and for
+    /// the cells of a removed option until the background sweep clears them.
+    async fn option(&self) -> Option<SelectOption> {
+        SelectOption::of_cell(self.field.get(), &self.value)
+    }
+}
+
+/// One choice of a SELECT field.
+#[derive(SimpleObject, Clone)]
+pub struct SelectOption {
+    /// The option's id, e.g. `opt-1a2b3c4d`: what a cell of the field holds. Stable across
+    /// renames and moves.
+    pub id: ID,
+    /// The label a grid shows.
+    pub label: String,
+    /// `#rrggbb` or a named colour (default, gray, brown, orange, yellow, green, blue,
+    /// purple, pink, red); null for none.
+    pub color: Option<String>,
+    /// The option's place among the field's options, from 0: cells sort in this order.
+    pub position: i32,
+}
+
+impl SelectOption {
+    /// The live options of `field`, in order.
+    pub(super) fn all(field: &model::CustomField) -> Vec<SelectOption> {
+        field
+            .live_options()
+            .enumerate()
+            .map(|(position, option)| SelectOption::new(option, position))
+            .collect()
+    }
+
+    /// The live option a cell holding `value` names.
+    pub(super) fn of_cell(field: &model::CustomField, value: &str) -> Option<SelectOption> {
+        if field.field_type != model::FieldType::Select {
+            return None;
+        }
+        field
+            .live_options()
+            .enumerate()
+            .find(|(_, option)| option.id == value)
+            .map(|(position, option)| SelectOption::new(option, position))
+    }
+
+    fn new(option: &model::SelectOption, position: usize) -> Self {
+        SelectOption {
+            id: ID(option.id.clone()),
+            label: option.label.clone(),
+            color: option.color.clone(),
+            position: i32::try_from(position).unwrap_or(i32::MAX),
+        }
     }
 }
 
@@ -593,6 +657,7 @@ pub struct GridObjects;
 impl Objects for GridObjects {
     type Field = CustomField;
     type Cell = CustomFieldValue;
+    type SelectOption = SelectOption;
     type Issue = Issue;
     type Edge = IssueEdge;
 

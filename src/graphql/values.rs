@@ -8,6 +8,28 @@ use async_graphql::Enum;
 
 use crate::model;
 
+/// Whether a custom field's cells are all where its definition says.
+#[derive(Enum, Clone, Copy, PartialEq, Eq)]
+pub enum CustomFieldStatus {
+    /// Every cell sorts and filters by the field's current definition.
+    Ready,
+    /// A SELECT field whose options were moved or removed: their cells are being given new
+    /// sort strings or cleared in the background. Until then a sort by the field may place
+    /// the moved options' cells where they were, and a removed option's cells still read
+    /// with `option: null`.
+    Reindexing,
+}
+
+impl CustomFieldStatus {
+    pub fn of(field: &model::CustomField) -> Self {
+        if field.reindexing() {
+            CustomFieldStatus::Reindexing
+        } else {
+            CustomFieldStatus::Ready
+        }
+    }
+}
+
 /// The type of a custom field's values.
 #[derive(Enum, Clone, Copy, PartialEq, Eq)]
 pub enum CustomFieldType {
@@ -21,6 +43,8 @@ pub enum CustomFieldType {
     Date,
     /// A checkbox: `true` or `false` (an unset cell is empty); `false` sorts first.
     Checkbox,
+    /// One of the field's `options`, by its id; sorts by the options' order.
+    Select,
 }
 
 impl From<CustomFieldType> for model::FieldType {
@@ -31,6 +55,7 @@ impl From<CustomFieldType> for model::FieldType {
             CustomFieldType::Number => model::FieldType::Number,
             CustomFieldType::Date => model::FieldType::Date,
             CustomFieldType::Checkbox => model::FieldType::Checkbox,
+            CustomFieldType::Select => model::FieldType::Select,
         }
     }
 }
@@ -43,6 +68,7 @@ impl From<model::FieldType> for CustomFieldType {
             model::FieldType::Number => CustomFieldType::Number,
             model::FieldType::Date => CustomFieldType::Date,
             model::FieldType::Checkbox => CustomFieldType::Checkbox,
+            model::FieldType::Select => CustomFieldType::Select,
         }
     }
 }

@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::keys;
 use crate::model::{
-    CellText, CustomField, FieldType, FieldValue, Issue, IssueCounts, IssueState, Project, Tenant,
-    ValueError,
+    CellText, CustomField, FieldType, FieldValue, Issue, IssueCounts, IssueState, Project,
+    SelectOption, Tenant, ValueError,
 };
 use crate::store::{AttributeValue, Item, Key};
 
@@ -184,6 +184,27 @@ entity! {
         version: u64 = Version "Version",
         #[serde(default, skip_serializing_if = "Option::is_none")]
         deleted: Option<u64> = Deleted "Deleted",
+        /// A SELECT field's options as JSON (see [`encode_options`]); absent when it has none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        options: Option<String> = Options "Options",
+    }
+}
+
+/// The `Options` attribute of a field: its options, removed ones and old keys included, as a
+/// JSON array of `{id, label, color?, key, stale_keys?, removed?}` (one string, so a field row
+/// keeps one shape whatever its options hold).
+pub fn encode_options(options: &[SelectOption]) -> Option<String> {
+    if options.is_empty() {
+        return None;
+    }
+    serde_json::to_string(options).ok()
+}
+
+/// Reads the `Options` attribute written by [`encode_options`].
+pub fn decode_options(text: Option<&str>) -> Result<Vec<SelectOption>, String> {
+    match text {
+        None => Ok(Vec::new()),
+        Some(text) => serde_json::from_str(text).map_err(|e| format!("unreadable Options: {e}")),
     }
 }
 
@@ -423,6 +444,7 @@ pub fn field_items(field: &CustomField) -> [Item; 2] {
             position: field.position,
             version: field.version,
             deleted: field.deleted.then_some(1),
+            options: encode_options(&field.options),
         }),
         to_item(&FieldLookupItem {
             pk: lookup.pk,
@@ -459,6 +481,8 @@ pub fn decode_field_owned(item: Item) -> Result<CustomField, ItemError> {
         position: raw.position,
         version: raw.version,
         deleted: raw.deleted.is_some(),
+        options: decode_options(raw.options.as_deref())
+            .map_err(|e| ItemError::keyed(&raw.pk, &raw.sk, E, e))?,
     })
 }
 
@@ -482,7 +506,7 @@ fn value_attribute(value: &FieldValue) -> AttributeValue {
 /// numbers) are set on the item directly rather than through serde, which would wrap them.
 pub const VALUES: &str = IssueAttr::Values.name();
 /// Attribute holding a field value row's value.
-const VALUE: &str = FieldValueAttr::Value.name();
+pub const VALUE: &str = FieldValueAttr::Value.name();
 
 /// An issue's source item without its `Values` (added by [`issue_items`] once typed).
 fn issue_item(issue: &Issue) -> Item {
@@ -508,11 +532,11 @@ pub enum EncodeError {
     BadValue(#[from] ValueError),
 }
 
-/// The typed values of an issue, checked against its project's fields.
+/// The typed values of an issue, each with its field, checked against its project's fields.
 fn typed_values<'a>(
-    issue: &'a Issue,
-    fields: &[CustomField],
-) -> Result<Vec<(&'a FieldId, FieldValue)>, EncodeError> {
+    issue: &Issue,
+    fields: &'a [CustomField],
+) -> Result<Vec<(&'a CustomField, FieldValue)>, EncodeError> {
     issue
         .values
         .iter()
@@ -521,7 +545,7 @@ fn typed_values<'a>(
                 .iter()
                 .find(|f| &f.id == id)
                 .ok_or_else(|| EncodeError::UnknownField(id.clone()))?;
-            Ok((id, FieldValue::parse(field.field_type, text)?))
+            Ok((field, field.stored_value(text)?))
         })
         .collect()
 }
@@ -536,7 +560,7 @@ pub fn issue_items(issue: &Issue, fields: &[CustomField]) -> Result<Vec<Item>, E
     let mut source = issue_item(issue);
     let values: HashMap<String, AttributeValue> = typed
         .iter()
-        .map(|(f, v)| (f.to_string(), value_attribute(v)))
+        .map(|(f, v)| (f.id.to_string(), value_attribute(v)))
         .collect();
     source.insert(VALUES.into(), AttributeValue::M(values));
     items.push(source);
@@ -555,11 +579,15 @@ pub fn issue_items(issue: &Issue, fields: &[CustomField]) -> Result<Vec<Item>, E
         kind: types::ISSUE_SORT.into(),
     }));
     for (field, value) in &typed {
-        let key = keys::field_value(&issue.id, field);
+        // `typed_values` took only values of the field, so every one has a sort string.
+        let Some(gsi1sk) = keys::value_sort(field, value, issue.num) else {
+            continue;
+        };
+        let key = keys::field_value(&issue.id, &field.id);
         let mut row = to_item(&FieldValueItem {
             pk: key.pk,
             sk: key.sk,
-            gsi1sk: keys::value_sort(value, issue.num),
+            gsi1sk,
             kind: types::FIELD_VALUE.into(),
         });
         row.insert(VALUE.into(), value_attribute(value));
@@ -577,7 +605,7 @@ pub fn issue_items_lenient(issue: &Issue, fields: &[CustomField]) -> Vec<Item> {
         fields
             .iter()
             .find(|f| &f.id == id)
-            .is_some_and(|f| FieldValue::parse(f.field_type, text).is_ok())
+            .is_some_and(|f| f.stored_value(text).is_ok())
     });
     issue_items(&clean, fields).unwrap_or_default()
 }
@@ -814,15 +842,27 @@ pub enum SweepTarget {
     },
     /// The rows of a deleted issue that did not fit in the deleting transaction.
     Issue { project: ProjectId, issue: IssueId },
+    /// A SELECT field's cells of options that moved (new sort strings) or were removed
+    /// (cleared), then the field's list of what was pending.
+    Options { project: ProjectId, field: FieldId },
 }
 
 impl SweepTarget {
-    /// The id of the deleted entity, which also names the job.
+    /// The id of the entity swept.
     pub fn target_id(&self) -> &str {
         match self {
-            SweepTarget::Field { field, .. } => field.as_str(),
+            SweepTarget::Field { field, .. } | SweepTarget::Options { field, .. } => field.as_str(),
             SweepTarget::Project { project, .. } => project.as_str(),
             SweepTarget::Issue { issue, .. } => issue.as_str(),
+        }
+    }
+
+    /// The name of the job: the target's id, and for an options sweep a suffix, so a field's
+    /// options job and its deletion job are two rows.
+    pub fn job_name(&self) -> String {
+        match self {
+            SweepTarget::Options { field, .. } => format!("{field}#options"),
+            other => other.target_id().to_string(),
         }
     }
 }
@@ -857,9 +897,10 @@ entity! {
 }
 
 pub fn sweep_item(job: &SweepJob) -> Item {
-    let key = keys::sweep(job.target.target_id());
+    let key = keys::sweep(&job.target.job_name());
     let (kind, project, tenant) = match &job.target {
         SweepTarget::Field { project, .. } => ("field", project, None),
+        SweepTarget::Options { project, .. } => ("options", project, None),
         SweepTarget::Project { project, tenant } => ("project", project, Some(tenant.to_string())),
         SweepTarget::Issue { project, .. } => ("issue", project, None),
     };
@@ -885,6 +926,10 @@ pub fn decode_sweep(item: &Item) -> Result<SweepJob, ItemError> {
     let project = ProjectId::parse(&raw.project).map_err(bad)?;
     let target = match raw.target_kind.as_str() {
         "field" => SweepTarget::Field {
+            project,
+            field: FieldId::parse(&raw.target).map_err(bad)?,
+        },
+        "options" => SweepTarget::Options {
             project,
             field: FieldId::parse(&raw.target).map_err(bad)?,
         },
@@ -936,6 +981,7 @@ mod tests {
             position: 1,
             version: 1,
             deleted: false,
+            options: Vec::new(),
         };
         let items = CustomField {
             id: FieldId::parse("xattrib-3fe6").unwrap(),
@@ -945,6 +991,7 @@ mod tests {
             position: 3,
             version: 1,
             deleted: false,
+            options: Vec::new(),
         };
         let mut values = BTreeMap::new();
         values.insert(start.id.clone(), "2023-05-01".into());
@@ -1121,7 +1168,18 @@ mod tests {
         assert_eq!(names(&project_item(&project)), declared(&project_attrs));
         let mut field = fields[0].clone();
         field.deleted = true;
+        // A SELECT field writes its options too, and reads them back as they were.
+        field.field_type = FieldType::Select;
+        field.options = vec![SelectOption {
+            id: "opt-1a2b3c4d".into(),
+            label: "Bug".into(),
+            color: Some("red".into()),
+            key: "80".into(),
+            stale_keys: vec!["7f80".into()],
+            removed: false,
+        }];
         let [definition, lookup] = field_items(&field);
+        assert_eq!(decode_field(&definition).unwrap(), field);
         let field_attrs: Vec<&str> = CustomFieldAttr::ALL.iter().map(|a| a.name()).collect();
         assert_eq!(names(&definition), declared(&field_attrs));
         let lookup_attrs: Vec<&str> = FieldLookupAttr::ALL.iter().map(|a| a.name()).collect();

@@ -378,6 +378,7 @@ struct PartitionParts<'a> {
     kind: Option<Cow<'a, str>>,
     name: Option<Cow<'a, str>>,
     field_type: Option<Cow<'a, str>>,
+    options: Option<Cow<'a, str>>,
     next_issue_num: Option<u32>,
     position: Option<u32>,
     version: Option<u64>,
@@ -474,6 +475,7 @@ fn partition_row_from_text(text: &str) -> Result<PartitionRow, TextMiss> {
                 p.field_only = true;
                 match attr {
                     CustomFieldAttr::FieldType => set_once(&mut p.field_type, s),
+                    CustomFieldAttr::Options => set_once(&mut p.options, s),
                     CustomFieldAttr::Position => {
                         set_once(&mut p.position, n.as_deref().and_then(plain_number))
                     }
@@ -555,6 +557,8 @@ fn field_from_parts(p: PartitionParts<'_>) -> Result<CustomField, TextMiss> {
         // The default of `CustomFieldItem`.
         version: p.version.unwrap_or(1),
         deleted: p.deleted.is_some(),
+        // The same reader as `decode_field_owned`'s.
+        options: super::decode_options(p.options.as_deref()).map_err(|_| TextMiss::OddValue)?,
     })
 }
 

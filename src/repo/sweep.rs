@@ -16,12 +16,13 @@ use tokio::sync::{mpsc, watch};
 
 use super::now_millis;
 use super::RepoError;
-use crate::ids::{FieldId, IssueId, ProjectId};
+use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::items::{self, attrs, SweepJob, SweepTarget};
 use crate::keys;
+use crate::model::CustomField;
 use crate::store::{
-    retry, AttrPath, AttributeValue, Condition, DynStore, Filter, Index, Key, Query, StoreError,
-    UpdateAction, WriteOp, MAX_TRANSACT_WRITE,
+    retry, AttrPath, AttributeValue, Condition, DynStore, Filter, Index, Key, Query, SortCondition,
+    StoreError, UpdateAction, WriteOp, MAX_TRANSACT_WRITE,
 };
 
 /// How a sweeper works.
@@ -116,7 +117,7 @@ impl Sweeper {
 
     /// Claims the job of `target` and removes its rows.
     pub async fn run(&self, target: &SweepTarget) -> Result<SweepOutcome, RepoError> {
-        let job_key = keys::sweep(target.target_id());
+        let job_key = keys::sweep(&target.job_name());
         let job = match self.claim(&job_key).await? {
             Claim::Claimed(job) => job,
             Claim::Held => return Ok(SweepOutcome::Held),
@@ -142,7 +143,15 @@ impl Sweeper {
                 vec![keys::field(project, field), keys::field_lookup(field)]
             }
             SweepTarget::Project { project, tenant } => vec![keys::project(project, tenant)],
-            SweepTarget::Issue { .. } => Vec::new(),
+            SweepTarget::Issue { .. } | SweepTarget::Options { .. } => Vec::new(),
+        };
+        let done = match target {
+            // The field forgets what was pending only after the settled pass, and only if it
+            // did not change meanwhile (otherwise the job runs again).
+            SweepTarget::Options { project, field } => {
+                done && run.forget_pending(project, field).await?
+            }
+            _ => done,
         };
         let done = done && run.finish(last_rows).await?;
         Ok(if done {
@@ -262,6 +271,243 @@ impl Run<'_> {
             SweepTarget::Field { project, field } => self.field(project, field).await,
             SweepTarget::Project { project, .. } => self.project(project).await,
             SweepTarget::Issue { issue, .. } => self.issue_rows(std::slice::from_ref(issue)).await,
+            SweepTarget::Options { project, field } => self.options(project, field).await,
+        }
+    }
+
+    /// The field as the table holds it now; `None` once it is gone or deleted (its deletion's
+    /// own sweep then removes every cell).
+    async fn live_field(
+        &self,
+        project: &ProjectId,
+        field: &FieldId,
+    ) -> Result<Option<CustomField>, RepoError> {
+        let Some(item) = self
+            .store()
+            .get_consistent(&keys::field(project, field))
+            .await?
+            .item
+        else {
+            return Ok(None);
+        };
+        let field = items::decode_field(&item)?;
+        Ok((!field.deleted).then_some(field))
+    }
+
+    /// A SELECT field's pending option work: the index rows of a moved option's old keys get
+    /// its new key, and the cells of a removed option are cleared, each counted off its
+    /// field's counter.
+    async fn options(&mut self, project: &ProjectId, field: &FieldId) -> Result<bool, RepoError> {
+        let Some(definition) = self.live_field(project, field).await? else {
+            return Ok(true);
+        };
+        for option in &definition.options {
+            for stale in &option.stale_keys {
+                let target = (!option.removed).then_some(option.key.as_str());
+                if !self
+                    .option_rows(project, field, &option.id, stale, target)
+                    .await?
+                {
+                    return Ok(false);
+                }
+            }
+            if option.removed
+                && !self
+                    .option_rows(project, field, &option.id, &option.key, None)
+                    .await?
+            {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The value rows of option `option` under key `from`: given key `to`, or with `to` of
+    /// `None` removed together with their cells. Each batch reads what is left from the
+    /// start, so a restart continues; every write is conditioned on what it read, so a
+    /// concurrent edit of a cell wins and its row is simply read again (or no longer found).
+    async fn option_rows(
+        &mut self,
+        project: &ProjectId,
+        field: &FieldId,
+        option: &str,
+        from: &str,
+        to: Option<&str>,
+    ) -> Result<bool, RepoError> {
+        let from_part = keys::option_part(from);
+        let to_part = to.map(keys::option_part);
+        let value = AttributeValue::S(option.to_string());
+        let mut previous = Vec::new();
+        loop {
+            let query = Query {
+                limit: Some(self.sweeper.config.batch as u32),
+                sort: SortCondition::BeginsWith(format!("{from_part}{}", keys::SORT_SEPARATOR)),
+                ..Query::partition(Index::Gsi1, keys::field_value_partition(field))
+            };
+            let rows = self.store().query(&query).await?.items;
+            if rows.is_empty() {
+                return Ok(true);
+            }
+            let row_keys: Vec<Key> = rows.iter().filter_map(items::item_key).collect();
+            if !self.wait_for_index(&row_keys, &mut previous).await || !self.next_batch().await? {
+                return Ok(false);
+            }
+            let mut ops = Vec::with_capacity(rows.len() * 2 + 1);
+            match &to_part {
+                Some(to_part) => {
+                    for row in &rows {
+                        let (Some(key), Some(AttributeValue::S(sort))) =
+                            (items::item_key(row), row.get(attrs::GSI1SK))
+                        else {
+                            continue;
+                        };
+                        let Some(new_sort) = keys::rekeyed_sort(sort, &from_part, to_part) else {
+                            continue;
+                        };
+                        ops.push(WriteOp::Update {
+                            key,
+                            actions: vec![UpdateAction::Set(
+                                AttrPath::new([attrs::GSI1SK]),
+                                AttributeValue::S(new_sort),
+                            )],
+                            condition: Some(Condition::All(vec![
+                                Condition::equals(attrs::GSI1SK, AttributeValue::S(sort.clone())),
+                                Condition::equals(items::VALUE, value.clone()),
+                            ])),
+                        });
+                    }
+                }
+                None => {
+                    let issues = self.issues_of(&rows, project).await?;
+                    let cell = AttrPath::new([items::VALUES, field.as_str()]);
+                    let mut cleared = 0;
+                    for issue in &issues {
+                        let (Some(key), Some(version)) =
+                            (items::item_key(issue), issue.get(attrs::VERSION))
+                        else {
+                            continue;
+                        };
+                        if cell.get(issue) != Some(&value) {
+                            continue;
+                        }
+                        let Ok(issue_id) = IssueId::parse(&key.pk) else {
+                            continue;
+                        };
+                        let next = version_after(version);
+                        ops.push(WriteOp::Update {
+                            key,
+                            actions: vec![
+                                UpdateAction::Remove(cell.clone()),
+                                UpdateAction::Set(AttrPath::new([attrs::VERSION]), next),
+                            ],
+                            condition: Some(Condition::equals(attrs::VERSION, version.clone())),
+                        });
+                        ops.push(WriteOp::Delete {
+                            key: keys::field_value(&issue_id, field),
+                            condition: Some(Condition::equals(items::VALUE, value.clone())),
+                        });
+                        cleared += 1;
+                    }
+                    if cleared > 0 {
+                        ops.extend(self.count_off(project, field, cleared).await?);
+                    }
+                }
+            }
+            self.write_batch(ops).await?;
+        }
+    }
+
+    /// The source items of the issues whose index rows `rows` are (those still there).
+    async fn issues_of(
+        &self,
+        rows: &[crate::store::Item],
+        project: &ProjectId,
+    ) -> Result<Vec<crate::store::Item>, RepoError> {
+        let issue_keys: Vec<Key> = rows
+            .iter()
+            .filter_map(items::item_pk)
+            .filter_map(|pk| IssueId::parse(pk).ok())
+            .map(|issue| keys::issue(&issue, project))
+            .collect();
+        Ok(retry::batch_get_all(self.store().as_ref(), &issue_keys).await?)
+    }
+
+    /// The project update that takes `n` cleared cells off `field`'s counter; none when the
+    /// project row is gone (its own sweep removes everything).
+    async fn count_off(
+        &self,
+        project: &ProjectId,
+        field: &FieldId,
+        n: i64,
+    ) -> Result<Option<WriteOp>, RepoError> {
+        let Some(tenant) = self.project_tenant(project).await? else {
+            return Ok(None);
+        };
+        Ok(Some(WriteOp::Update {
+            key: keys::project(project, &tenant),
+            actions: vec![UpdateAction::Add(
+                AttrPath::new([items::filled_attr(field)]),
+                -n,
+            )],
+            condition: Some(Condition::Exists),
+        }))
+    }
+
+    /// The tenant of `project`, from the project's own partition.
+    async fn project_tenant(&self, project: &ProjectId) -> Result<Option<TenantId>, RepoError> {
+        let query = Query {
+            consistent: true,
+            ..Query::partition(Index::Table, project.as_str())
+        };
+        let rows = retry::query_all(self.store().as_ref(), &query).await?;
+        Ok(rows
+            .iter()
+            .find(|row| items::item_type(row) == Some(items::types::PROJECT))
+            .and_then(items::item_key)
+            .and_then(|key| TenantId::parse(&key.sk).ok()))
+    }
+
+    /// Once every pending option's rows are done: the field drops its old keys and removed
+    /// options, if it is still as this run read it and the job is still this run's (an edit
+    /// made meanwhile put the job again, which took the lease away). `false` leaves the job
+    /// for its next run.
+    async fn forget_pending(
+        &mut self,
+        project: &ProjectId,
+        field: &FieldId,
+    ) -> Result<bool, RepoError> {
+        let Some(definition) = self.live_field(project, field).await? else {
+            return Ok(true);
+        };
+        if !definition.reindexing() {
+            return Ok(true);
+        }
+        let mut settled = definition.clone();
+        settled.options.retain(|o| !o.removed);
+        for option in &mut settled.options {
+            option.stale_keys.clear();
+        }
+        settled.version += 1;
+        let [row, _] = items::field_items(&settled);
+        let ops = vec![
+            WriteOp::Put {
+                item: row,
+                condition: Some(Condition::equals(
+                    attrs::VERSION,
+                    items::number(definition.version),
+                )),
+            },
+            WriteOp::ConditionCheck {
+                key: self.job_key.clone(),
+                condition: self.sweeper.owns_lease(),
+            },
+        ];
+        match self.store().transact_write(ops).await {
+            Ok(_) => Ok(true),
+            Err(StoreError::ConditionFailed { .. } | StoreError::TransactionConflict(_)) => {
+                Ok(false)
+            }
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -306,13 +552,7 @@ impl Run<'_> {
             if !self.wait_for_index(&row_keys, &mut previous).await || !self.next_batch().await? {
                 return Ok(false);
             }
-            let issue_keys: Vec<Key> = rows
-                .iter()
-                .filter_map(items::item_pk)
-                .filter_map(|pk| IssueId::parse(pk).ok())
-                .map(|issue| keys::issue(&issue, project))
-                .collect();
-            let issues = retry::batch_get_all(self.store().as_ref(), &issue_keys).await?;
+            let issues = self.issues_of(&rows, project).await?;
             let mut ops = Vec::with_capacity(rows.len() * 2);
             for issue in &issues {
                 if cell.get(issue).is_some() {
@@ -476,6 +716,15 @@ impl Run<'_> {
             Err(e) => Err(e.into()),
         }
     }
+}
+
+/// The version after `version` (a stored `N`).
+fn version_after(version: &AttributeValue) -> AttributeValue {
+    let next = match version {
+        AttributeValue::N(n) => n.parse::<u64>().map_or(1, |v| v.saturating_add(1)),
+        _ => 1,
+    };
+    items::number(next)
 }
 
 fn remove_cell(issue: Key, cell: &AttrPath) -> WriteOp {

@@ -18,5 +18,6 @@ mod metrics;
 mod mutations;
 mod pages;
 mod rows;
+mod select;
 mod sorting;
 mod traces;

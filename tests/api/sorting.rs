@@ -28,6 +28,8 @@ struct Row {
 struct Field {
     id: String,
     kind: String,
+    /// A SELECT field's option ids, in the options' order.
+    options: Vec<String>,
 }
 
 async fn synthetic_project(app: &TestApp, issues: u32, fields: u32, seed: u64) -> String {
@@ -55,7 +57,7 @@ async fn read_all(app: &TestApp, project: &str) -> (Vec<Field>, Vec<Row>) {
         let data = app
             .data(
                 r#"query($p: ID!, $after: String) { project(id: $p) {
-                    customFields { id type }
+                    customFields { id type options { id position } }
                     issues(first: 100, after: $after) {
                       nodes { num name state fieldValues { field { id } value } }
                       pageInfo { hasNextPage endCursor }
@@ -72,6 +74,16 @@ async fn read_all(app: &TestApp, project: &str) -> (Vec<Field>, Vec<Row>) {
                 .map(|f| Field {
                     id: f["id"].as_str().unwrap().into(),
                     kind: f["type"].as_str().unwrap().into(),
+                    options: f["options"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .enumerate()
+                        .map(|(at, o)| {
+                            assert_eq!(o["position"], at, "options come in their order");
+                            o["id"].as_str().unwrap().to_string()
+                        })
+                        .collect(),
                 })
                 .collect::<Vec<_>>(),
         );
@@ -108,9 +120,9 @@ async fn read_all(app: &TestApp, project: &str) -> (Vec<Field>, Vec<Row>) {
     (fields.expect("at least one page"), rows)
 }
 
-/// Compares two values of a field type the way users expect, without sort strings.
-fn compare_values(kind: &str, a: &str, b: &str) -> Ordering {
-    match kind {
+/// Compares two values of a field the way users expect, without sort strings.
+fn compare_values(field: &Field, a: &str, b: &str) -> Ordering {
+    match field.kind.as_str() {
         "INT" | "NUMBER" => BigDecimal::from_str(a)
             .unwrap()
             .cmp(&BigDecimal::from_str(b).unwrap()),
@@ -118,6 +130,11 @@ fn compare_values(kind: &str, a: &str, b: &str) -> Ordering {
         "DATE" => a.cmp(b),
         // `false` before `true`, which their texts' order happens to be.
         "CHECKBOX" => a.cmp(b),
+        // The options' order, which is not their ids' or labels' order.
+        "SELECT" => {
+            let at = |id: &str| field.options.iter().position(|o| o == id).unwrap();
+            at(a).cmp(&at(b))
+        }
         other => panic!("unknown type {other}"),
     }
 }
@@ -140,12 +157,12 @@ fn oracle(fields: &[Field], rows: &[Row], order: &Value) -> Vec<i64> {
         "STATE" => rows.sort_by(|a, b| dir((!a.open).cmp(&!b.open).then(a.num.cmp(&b.num)))),
         "CUSTOM_FIELD" => {
             let id = order["customFieldId"].as_str().unwrap();
-            let kind = &fields.iter().find(|f| f.id == id).unwrap().kind;
+            let field = fields.iter().find(|f| f.id == id).unwrap();
             // Empty cells after all values in both directions, or before them all.
             let empty_first = order["empty"] == "FIRST";
             let place = |o: Ordering| if empty_first { o.reverse() } else { o };
             rows.sort_by(|a, b| match (a.values.get(id), b.values.get(id)) {
-                (Some(x), Some(y)) => dir(compare_values(kind, x, y).then(a.num.cmp(&b.num))),
+                (Some(x), Some(y)) => dir(compare_values(field, x, y).then(a.num.cmp(&b.num))),
                 (Some(_), None) => place(Ordering::Less),
                 (None, Some(_)) => place(Ordering::Greater),
                 (None, None) => dir(a.num.cmp(&b.num)),
@@ -282,9 +299,9 @@ async fn walk_backward_filtered(
 
 async fn every_ordering_matches_the_oracle(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let project = synthetic_project(&app, 60, 5, 7).await;
+    let project = synthetic_project(&app, 60, 6, 7).await;
     let (fields, rows) = read_all(&app, &project).await;
-    assert_eq!(fields.len(), 5);
+    assert_eq!(fields.len(), 6);
     for order in orders(&fields) {
         let expected = oracle(&fields, &rows, &order);
         let (forward, pages) = walk_forward(&app, &project, &order, 7).await;
@@ -477,6 +494,7 @@ async fn nearly_full_column(app: &TestApp, issues: u32, empty: &[u32]) -> (Strin
         position: 1,
         version: 1,
         deleted: false,
+        options: Vec::new(),
     };
     let mut all = vec![items::tenant_item(&tenant), items::project_item(&project)];
     all.extend(items::field_items(&field));
@@ -703,8 +721,7 @@ fn compare_cells(fields: &[Field], column: &Value, a: &str, b: &str) -> Ordering
         "STATE" => (a == "CLOSED").cmp(&(b == "CLOSED")),
         _ => {
             let id = column["customFieldId"].as_str().unwrap();
-            let kind = &fields.iter().find(|f| f.id == id).unwrap().kind;
-            compare_values(kind, a, b)
+            compare_values(fields.iter().find(|f| f.id == id).unwrap(), a, b)
         }
     }
 }
@@ -861,7 +878,7 @@ fn random_filter(rng: &mut StdRng, fields: &[Field], rows: &[Row], depth: u32) -
 /// reads only the rows it returns (and one more to know there is a next page).
 async fn filters_match_the_reference(backend: Backend) {
     let app = explaining_app(backend).await;
-    let project = synthetic_project(&app, 70, 5, 21).await;
+    let project = synthetic_project(&app, 70, 6, 21).await;
     let (fields, rows) = read_all(&app, &project).await;
     let orders = orders(&fields);
     let cases = if backend == Backend::Embedded {

@@ -36,7 +36,7 @@ async fn project_with_field(w: &Writes) -> (String, String) {
     let tenant = w.create_tenant(None, "T").await.unwrap().id;
     let project = w.create_project(None, &tenant, "P").await.unwrap().id;
     let field = w
-        .create_field(None, &project, "Estimate", FieldType::Int, None)
+        .create_field(None, &project, "Estimate", FieldType::Int, None, &[])
         .await
         .unwrap()
         .id;
@@ -197,7 +197,7 @@ async fn the_sweeper_takes_over_jobs_of_instances_that_died(backend: Backend) {
     let w = writes(&store);
     let (project, field) = project_with_field(&w).await;
     let second = w
-        .create_field(None, &project, "Second", FieldType::Int, None)
+        .create_field(None, &project, "Second", FieldType::Int, None, &[])
         .await
         .unwrap()
         .id;
@@ -300,6 +300,7 @@ fn synthetic_rows(n: u32, has_value: impl Fn(u32) -> bool) -> (Project, FieldId,
         position: 1,
         version: 1,
         deleted: false,
+        options: Vec::new(),
     };
     let mut all = vec![items::tenant_item(&tenant)];
     all.extend(items::field_items(&field));
@@ -411,7 +412,7 @@ async fn source_rows_from_another_tool_are_queryable_after_reindex(backend: Back
     assert_eq!(nums, expected);
     // The foreign rows are editable like any other.
     let w = writes(&app.store);
-    w.update_field(None, field.as_str(), Some("Renamed"), Some(5), None)
+    w.update_field(None, field.as_str(), Some("Renamed"), Some(5), None, None)
         .await
         .unwrap();
     let first = by_num["project"]["issues"]["nodes"][0]["num"]
@@ -494,7 +495,7 @@ async fn run_sequence(backend: Backend, ops: Vec<Op>) {
     let w = writes(&store).with_retry(RetryPolicy::default());
     let (project, int_field) = project_with_field(&w).await;
     let text_field = w
-        .create_field(None, &project, "Note", FieldType::Text, None)
+        .create_field(None, &project, "Note", FieldType::Text, None, &[])
         .await
         .unwrap()
         .id;

@@ -629,6 +629,9 @@ mod inputs {
         "eq",
         "in",
         "isEmpty",
+        "options",
+        "label",
+        "color",
         "bogus",
     ];
     const TEXTS: &[&str] = &[
@@ -644,6 +647,7 @@ mod inputs {
         "TEXT",
         "INT",
         "DATE",
+        "SELECT",
         "FIRST",
     ];
 
@@ -692,9 +696,11 @@ mod inputs {
             "UpdateIssueInput" => {
                 serde_json::json!({"id": "i", "state": "OPEN", "expectedVersion": 2})
             }
-            "CreateCustomFieldInput" => {
-                serde_json::json!({"projectId": "p", "name": "n", "type": "DATE", "position": 1})
-            }
+            "CreateCustomFieldInput" => serde_json::json!({
+                "projectId": "p", "name": "n", "type": "SELECT", "position": 1,
+                "options": [{"label": "a"}, {"id": "opt-1", "label": "b", "color": null}]
+            }),
+            "SelectOptionInput" => serde_json::json!({"id": "opt-1", "label": "l", "color": "red"}),
             "CreateTenantInput" => serde_json::json!({"name": "n"}),
             "CreateProjectInput" => serde_json::json!({"tenantId": "t", "name": "n"}),
             "DeleteIssueInput" | "DeleteProjectInput" | "DeleteCustomFieldInput" => {
@@ -772,6 +778,7 @@ mod inputs {
         delete_issue: DeleteIssueInput,
         create_field: CreateCustomFieldInput,
         update_field: UpdateCustomFieldInput,
+        select_option: SelectOptionInput,
         delete_field: DeleteCustomFieldInput,
         create_project: CreateProjectInput,
         update_project: UpdateProjectInput,
@@ -785,7 +792,7 @@ mod inputs {
         let sdl = crate::graphql::sdl();
         let declared = sdl.matches("\ninput ").count() + usize::from(sdl.starts_with("input "));
         assert_eq!(
-            declared, 16,
+            declared, 17,
             "a new input type needs its line in `agreement!`"
         );
     }

@@ -41,6 +41,7 @@ use crate::keys;
 use crate::model::{
     CustomField, FieldType, Issue, IssueCounts, IssueState, Project, ProjectData, Tenant,
 };
+use crate::options::{self, OptionInput};
 use crate::store::{
     AttrPath, AttributeValue, Condition, DynStore, Item, Key, StoreError, UpdateAction, WriteOp,
     MAX_TRANSACT_WRITE,
@@ -393,15 +394,21 @@ impl Writes {
         name: &str,
         field_type: FieldType,
         position: Option<i64>,
+        options: &[OptionInput],
     ) -> Result<Written, WriteError> {
         let project = ProjectId::parse(project).map_err(|e| invalid("projectId", e.to_string()))?;
         let name = valid_name("name", name)?;
         let position = position.map(valid_position).transpose()?;
-        let (project, name) = (&project, &name);
+        if field_type != FieldType::Select && !options.is_empty() {
+            return Err(invalid("options", "only SELECT fields have options"));
+        }
+        // Checked before the transaction too, so a refusal costs no read.
+        let checked = options::edit(&[], options, &mut rand::rng()).map_err(options_refused)?;
+        let (project, name, checked) = (&project, &name, &checked);
         self.execute(
             client_id,
             "createCustomField",
-            &(project, name, field_type, position),
+            &(project, name, field_type, position, options),
             move || async move {
                 let data = self.live_project(project).await?;
                 if data.fields.len() >= MAX_FIELDS {
@@ -425,6 +432,7 @@ impl Writes {
                     position,
                     version: 1,
                     deleted: false,
+                    options: checked.clone(),
                 };
                 let [definition, lookup] = items::field_items(&field);
                 let ops = vec![
@@ -445,6 +453,7 @@ impl Writes {
         name: Option<&str>,
         position: Option<i64>,
         field_type: Option<FieldType>,
+        options: Option<&[OptionInput]>,
     ) -> Result<Written, WriteError> {
         let id = FieldId::parse(id).map_err(|e| invalid("id", e.to_string()))?;
         let name = name.map(|n| valid_name("name", n)).transpose()?;
@@ -453,9 +462,9 @@ impl Writes {
         self.execute(
             client_id,
             "updateCustomField",
-            &(id, name, position, field_type),
+            &(id, name, position, field_type, options),
             move || async move {
-                let (_, field) = self.live_field(id).await?;
+                let (data, field) = self.live_field(id).await?;
                 if let Some(t) = field_type.filter(|t| *t != field.field_type) {
                     return Err(invalid(
                         "type",
@@ -476,16 +485,46 @@ impl Writes {
                 if let Some(position) = position {
                     updated.position = position;
                 }
+                if let Some(options) = options {
+                    if field.field_type != FieldType::Select && !options.is_empty() {
+                        return Err(invalid("options", "only SELECT fields have options"));
+                    }
+                    updated.options = options::edit(&field.options, options, &mut rand::rng())
+                        .map_err(options_refused)?;
+                }
                 if updated == field {
                     return Ok(Plan::new(Vec::new(), id.to_string()));
                 }
                 updated.version += 1;
                 let [definition, _] = items::field_items(&updated);
-                let op = WriteOp::Put {
+                let mut ops = vec![WriteOp::Put {
                     item: definition,
                     condition: Some(field_unchanged(&field)),
-                };
-                Ok(Plan::new(vec![op], id.to_string()))
+                }];
+                let mut sweep = None;
+                if updated.options != field.options {
+                    // Cell writers check the project's fields version: one that validated a
+                    // cell against the old options (or derived its sort string from them)
+                    // must not commit after this.
+                    ops.push(bump_fields_version(&data.project));
+                }
+                if updated.reindexing() {
+                    // A plain put, not `put_new`: a job may be pending already. Putting it
+                    // again drops its lease, so a sweep half-way through stops at its next
+                    // batch and the new run starts from the field's current options.
+                    let target = SweepTarget::Options {
+                        project: data.project.id.clone(),
+                        field: id.clone(),
+                    };
+                    ops.push(WriteOp::Put {
+                        item: items::sweep_item(&new_job(target.clone())),
+                        condition: None,
+                    });
+                    sweep = Some(target);
+                }
+                let mut plan = Plan::new(ops, id.to_string());
+                plan.sweep = sweep;
+                Ok(plan)
             },
         )
         .await
@@ -770,6 +809,11 @@ impl Writes {
             .map_err(|e| only_not_found(e, missing))?;
         Ok((data, issue, rows))
     }
+}
+
+/// An option list's refusal, naming its path in the input.
+fn options_refused(e: options::OptionsError) -> WriteError {
+    invalid(e.path, e.message)
 }
 
 /// A lookup's "does not exist" becomes the caller's own; every other failure (an outage, a

@@ -6,7 +6,7 @@ use super::validate::check_fits;
 use super::{invalid, Plan, WriteError};
 use crate::items::{self, attrs, RowChanges, SweepJob, SweepTarget};
 use crate::keys;
-use crate::model::{CustomField, FieldValue, Issue, IssueCounts, Project, ProjectData};
+use crate::model::{CustomField, Issue, IssueCounts, Project, ProjectData};
 use crate::repo::now_millis;
 use crate::repo::RepoError;
 use crate::store::{AttrPath, AttributeValue, Condition, Item, UpdateAction, WriteOp};
@@ -41,7 +41,7 @@ pub(super) fn issue_plan(
     // client must set or clear it rather than have it silently dropped.
     for (field_id, text) in &new.values {
         if let Some(field) = data.field(field_id) {
-            if FieldValue::parse(field.field_type, text).is_err() {
+            if field.stored_value(text).is_err() {
                 return Err(invalid(
                     input,
                     format!(

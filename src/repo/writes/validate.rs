@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use super::{invalid, CellInput, WriteError, MAX_NAME_CHARS, MAX_TEXT_CHARS};
 use crate::ids::FieldId;
-use crate::model::{FieldType, FieldValue, Issue, ProjectData};
+use crate::model::{FieldType, Issue, ProjectData};
 use crate::store::capacity::item_size;
 use crate::store::{WriteOp, MAX_ITEM_BYTES, MAX_TRANSACT_BYTES, MAX_TRANSACT_WRITE};
 use compact_str::ToCompactString;
@@ -93,7 +93,8 @@ pub(super) fn apply_cells(
                         format!("TEXT values are at most {MAX_TEXT_CHARS} characters"),
                     ));
                 }
-                let value = FieldValue::parse(field.field_type, text)
+                let value = field
+                    .input_value(text)
                     .map_err(|e| invalid(&name, e.to_string()))?;
                 issue.values.insert(id.clone(), value.to_compact_string());
             }
