@@ -63,7 +63,7 @@ const typeDefs = `#graphql
     issues(first: Int, after: String, orderBy: IssueOrder): IssueConnection!
   }
 
-  enum CustomFieldType { TEXT INT NUMBER DATE CHECKBOX }
+  enum CustomFieldType { TEXT INT NUMBER DATE CHECKBOX SELECT }
   type CustomField { id: ID! name: String! type: CustomFieldType! position: Int! }
 
   enum IssueState { OPEN CLOSED }

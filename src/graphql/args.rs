@@ -107,8 +107,10 @@ pub struct IssueColumn {
 /// (so `gte` with `lt` is a range).
 ///
 /// Operands are the column's canonical text, as in `FieldValueInput`: NUM an integer, STATE
-/// `OPEN` or `CLOSED`, INT and NUMBER numbers (compared numerically), DATE `YYYY-MM-DD`. Text
-/// (NAME, TEXT) is compared case-insensitively, as it sorts. An empty cell is like SQL's NULL:
+/// `OPEN` or `CLOSED`, INT and NUMBER numbers (compared numerically), DATE `YYYY-MM-DD`,
+/// CHECKBOX `true` or `false` (`false` first), SELECT the id of one of the field's options
+/// (compared in the options' order). Text (NAME, TEXT) is compared case-insensitively, as it
+/// sorts. An empty cell is like SQL's NULL:
 /// only `isEmpty: true` matches it, every other operator is false on it, and `not` inverts the
 /// result (so `not: {column: X, eq: "a"}` keeps the empty cells).
 ///

@@ -121,7 +121,8 @@ fn cells(values: Vec<FieldValueInput>) -> Vec<CellInput> {
 pub struct FieldValueInput {
     /// The custom field (one of the project's).
     pub field_id: ID,
-    /// The value as text, e.g. `2023-05-01`, `42`, `-3.5`, `Approved`; null clears the cell.
+    /// The value as text, e.g. `2023-05-01`, `42`, `-3.5`, `Approved`, `true`, or a SELECT
+    /// option's id; null clears the cell.
     pub value: Option<String>,
 }
 

@@ -453,7 +453,8 @@ impl Issue {
 pub struct CustomFieldValue {
     #[graphql(skip)]
     field: CustomField,
-    /// The value's canonical text: `2023-05-01`, `42`, `-3.5`, `Approved`.
+    /// The value's canonical text: `2023-05-01`, `42`, `-3.5`, `Approved`, `true`, or for SELECT
+    /// the option's id (`opt-1a2b3c4d`, see `option`).
     value: String,
 }
 

@@ -27,7 +27,8 @@ async fn project(app: &TestApp) -> String {
         Synthetic {
             projects: 1,
             issues: 40,
-            fields: 4,
+            // Every type, SELECT (the sixth) included.
+            fields: 6,
             seed: 7,
         },
         |_| {},
@@ -64,9 +65,10 @@ async fn same_answer(app: &TestApp, query: &str, variables: Value) -> (Value, St
 
 const GRID: &str = r#"query Grid($p: ID!, $order: IssueOrder) {
   project(id: $p) {
-    customFields { % id name type position }
+    customFields { % id name type position status options { % id label color position } }
     issues(first: 25, orderBy: $order) {
-      edges { % cursor node { % id num name state version fieldValues { % field { % id } value } } }
+      edges { % cursor node { % id num name state version
+        fieldValues { % field { % id } value option { % id label color position } } } }
       pageInfo { hasNextPage endCursor }
     }
   }
@@ -75,9 +77,18 @@ const GRID: &str = r#"query Grid($p: ID!, $order: IssueOrder) {
 async fn grid_rows_answer_as_the_executor(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let p = project(&app).await;
+    let select = app
+        .data(
+            "query($p: ID!) { project(id: $p) { customFields { id type } } }",
+            json!({"p": p}),
+        )
+        .await["project"]["customFields"][5]
+        .clone();
+    assert_eq!(select["type"], "SELECT");
     for order in [
         json!({"field": "NUM"}),
         json!({"field": "NAME", "direction": "DESC"}),
+        json!({"field": "CUSTOM_FIELD", "customFieldId": select["id"]}),
     ] {
         let (body, _) = same_answer(&app, GRID, json!({"p": p, "order": order})).await;
         let edges = body["data"]["project"]["issues"]["edges"]
@@ -90,6 +101,13 @@ async fn grid_rows_answer_as_the_executor(backend: Backend) {
             .map(|e| e["node"]["fieldValues"].as_array().map_or(0, Vec::len))
             .sum();
         assert!(cells > 25, "{body:#}");
+        // And SELECT cells with their options.
+        let options = edges
+            .iter()
+            .flat_map(|e| e["node"]["fieldValues"].as_array().unwrap())
+            .filter(|c| c["option"]["label"].is_string())
+            .count();
+        assert!(options > 5, "{body:#}");
     }
 }
 

@@ -838,6 +838,11 @@ fn random_filter(rng: &mut StdRng, fields: &[Field], rows: &[Row], depth: u32) -
                 "INT" | "NUMBER" => rng.random_range(-1000..1000).to_string(),
                 "DATE" => "2020-06-15".into(),
                 "CHECKBOX" => "true".into(),
+                "SELECT" => {
+                    let id = column["customFieldId"].as_str().unwrap();
+                    let options = &fields.iter().find(|f| f.id == id).unwrap().options;
+                    options[rng.random_range(0..options.len())].clone()
+                }
                 _ => "m".into(),
             },
         }
