@@ -122,6 +122,13 @@ macro_rules! entity {
     };
 }
 
+mod mutation;
+mod sweep;
+pub(crate) use mutation::MutationRecordAttr;
+pub use mutation::{decode_mutation_record, mutation_record_item, MutationRecord};
+pub(crate) use sweep::SweepAttr;
+pub use sweep::{decode_sweep, sweep_item, SweepJob, SweepTarget};
+
 entity! {
     struct TenantItem, enum TenantAttr {
         pk: String = Pk "PK",
@@ -778,183 +785,6 @@ pub fn diff_rows(old: &[Item], new: &[Item]) -> RowChanges {
         .collect();
     deletes.sort();
     RowChanges { puts, deletes }
-}
-
-/// What a mutation recorded under its `clientMutationId`, so a retry returns the first
-/// result instead of applying twice.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MutationRecord {
-    /// The mutation's field name, e.g. `createIssue`.
-    pub mutation: String,
-    /// A digest of the mutation's input: a retry must send the same input.
-    pub fingerprint: String,
-    /// The id of the node the mutation wrote (or deleted).
-    pub result: String,
-    /// Unix seconds after which the record no longer counts (and DynamoDB's TTL may drop it).
-    pub expires_at: i64,
-}
-
-entity! {
-    struct MutationRecordItem, enum MutationRecordAttr {
-        pk: String = Pk "PK",
-        sk: String = Sk "SK",
-        kind: String = Type "Type",
-        mutation: String = Mutation "Mutation",
-        fingerprint: String = Input "Input",
-        result: String = Result "Result",
-        expires_at: i64 = ExpiresAt "ExpiresAt",
-    }
-}
-
-pub fn mutation_record_item(key: &Key, record: &MutationRecord) -> Item {
-    to_item(&MutationRecordItem {
-        pk: key.pk.clone(),
-        sk: key.sk.clone(),
-        kind: types::MUTATION.into(),
-        mutation: record.mutation.clone(),
-        fingerprint: record.fingerprint.clone(),
-        result: record.result.clone(),
-        expires_at: record.expires_at,
-    })
-}
-
-pub fn decode_mutation_record(item: &Item) -> Result<MutationRecord, ItemError> {
-    const E: &str = "mutation record";
-    check_type(item, types::MUTATION, E)?;
-    let raw: MutationRecordItem = from_item(item, E)?;
-    Ok(MutationRecord {
-        mutation: raw.mutation,
-        fingerprint: raw.fingerprint,
-        result: raw.result,
-        expires_at: raw.expires_at,
-    })
-}
-
-/// What a sweep removes.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SweepTarget {
-    /// A deleted custom field's cells and index rows, then its definition and lookup rows.
-    Field { project: ProjectId, field: FieldId },
-    /// Every row of a deleted project: its issues with their index rows, its fields, itself.
-    Project {
-        project: ProjectId,
-        tenant: TenantId,
-    },
-    /// The rows of a deleted issue that did not fit in the deleting transaction.
-    Issue { project: ProjectId, issue: IssueId },
-    /// A SELECT field's cells of options that moved (new sort strings) or were removed
-    /// (cleared), then the field's list of what was pending.
-    Options { project: ProjectId, field: FieldId },
-}
-
-impl SweepTarget {
-    /// The id of the entity swept.
-    pub fn target_id(&self) -> &str {
-        match self {
-            SweepTarget::Field { field, .. } | SweepTarget::Options { field, .. } => field.as_str(),
-            SweepTarget::Project { project, .. } => project.as_str(),
-            SweepTarget::Issue { issue, .. } => issue.as_str(),
-        }
-    }
-
-    /// The name of the job: the target's id, and for an options sweep a suffix, so a field's
-    /// options job and its deletion job are two rows.
-    pub fn job_name(&self) -> String {
-        match self {
-            SweepTarget::Options { field, .. } => format!("{field}#options"),
-            other => other.target_id().to_string(),
-        }
-    }
-}
-
-/// A pending sweep and who holds its lease.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SweepJob {
-    pub target: SweepTarget,
-    /// When the job was created (its place in the job list).
-    pub created: String,
-    pub lease_owner: Option<String>,
-    /// Unix milliseconds at which the lease lapses.
-    pub lease_expires: Option<i64>,
-}
-
-entity! {
-    struct SweepItem, enum SweepAttr {
-        pk: String = Pk "PK",
-        sk: String = Sk "SK",
-        gsi1sk: String = Gsi1sk "GSI1SK",
-        kind: String = Type "Type",
-        target_kind: String = TargetKind "TargetKind",
-        target: String = Target "Target",
-        project: String = Project "Project",
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        tenant: Option<String> = Tenant "Tenant",
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        lease_owner: Option<String> = LeaseOwner "LeaseOwner",
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        lease_expires: Option<i64> = LeaseExpires "LeaseExpires",
-    }
-}
-
-pub fn sweep_item(job: &SweepJob) -> Item {
-    let key = keys::sweep(&job.target.job_name());
-    let (kind, project, tenant) = match &job.target {
-        SweepTarget::Field { project, .. } => ("field", project, None),
-        SweepTarget::Options { project, .. } => ("options", project, None),
-        SweepTarget::Project { project, tenant } => ("project", project, Some(tenant.to_string())),
-        SweepTarget::Issue { project, .. } => ("issue", project, None),
-    };
-    to_item(&SweepItem {
-        pk: key.pk,
-        sk: key.sk,
-        gsi1sk: job.created.clone(),
-        kind: types::SWEEP.into(),
-        target_kind: kind.into(),
-        target: job.target.target_id().to_string(),
-        project: project.to_string(),
-        tenant,
-        lease_owner: job.lease_owner.clone(),
-        lease_expires: job.lease_expires,
-    })
-}
-
-pub fn decode_sweep(item: &Item) -> Result<SweepJob, ItemError> {
-    const E: &str = "sweep job";
-    check_type(item, types::SWEEP, E)?;
-    let raw: SweepItem = from_item(item, E)?;
-    let bad = |e: crate::ids::IdError| ItemError::new(item, E, e.to_string());
-    let project = ProjectId::parse(&raw.project).map_err(bad)?;
-    let target = match raw.target_kind.as_str() {
-        "field" => SweepTarget::Field {
-            project,
-            field: FieldId::parse(&raw.target).map_err(bad)?,
-        },
-        "options" => SweepTarget::Options {
-            project,
-            field: FieldId::parse(&raw.target).map_err(bad)?,
-        },
-        "project" => SweepTarget::Project {
-            project,
-            tenant: TenantId::parse(raw.tenant.as_deref().unwrap_or_default()).map_err(bad)?,
-        },
-        "issue" => SweepTarget::Issue {
-            project,
-            issue: IssueId::parse(&raw.target).map_err(bad)?,
-        },
-        other => {
-            return Err(ItemError::new(
-                item,
-                E,
-                format!("unknown target kind {other}"),
-            ))
-        }
-    };
-    Ok(SweepJob {
-        target,
-        created: raw.gsi1sk,
-        lease_owner: raw.lease_owner,
-        lease_expires: raw.lease_expires,
-    })
 }
 
 /// The attribute value of a field value as stored (`N` for numbers, `S` otherwise).
