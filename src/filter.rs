@@ -73,10 +73,14 @@ impl CellType {
             CellType::Plain(ty) => FieldValue::parse(*ty, text)
                 .ok()
                 .map(|value| keys::plain_value_part(&value)),
-            CellType::Select(options) => options
-                .iter()
-                .find(|o| o.id == text)
-                .map(|o| keys::option_part(&o.key)),
+            // Parsed as every reader parses a SELECT cell (trimmed), then looked up.
+            CellType::Select(options) => match FieldValue::parse(FieldType::Select, text) {
+                Ok(FieldValue::Select(id)) => options
+                    .iter()
+                    .find(|o| o.id == id)
+                    .map(|o| keys::option_part(&o.key)),
+                _ => None,
+            },
         }
     }
 
@@ -146,6 +150,17 @@ impl Column {
                 issue.values.get(field).map(|t| fold(t))
             }
             _ => None,
+        }
+    }
+
+    /// Whether every value of the column is indexed under the sort string it derives now:
+    /// not so for a SELECT field whose moved or removed options await the options sweep.
+    pub fn keys_settled(&self) -> bool {
+        match self {
+            Column::Custom(_, CellType::Select(options)) => options
+                .iter()
+                .all(|o| !o.removed && o.stale_keys.is_empty()),
+            _ => true,
         }
     }
 

@@ -181,12 +181,11 @@ pub fn plain_value_part(value: &FieldValue) -> String {
 }
 
 /// The `GSI1SK` a value row with sort string `sort` gets when its value part `from` becomes
-/// `to` (an option that moved): the tie-breaker after the part is kept. `None` when `sort`
-/// does not start with `from` and the separator.
+/// `to` (an option that moved): the same issue number after the new part, made by
+/// [`value_sort`]'s own function. `None` when `sort` is not `from`, the separator and a num.
 pub fn rekeyed_sort(sort: &str, from: &str, to: &str) -> Option<String> {
-    let rest = sort.strip_prefix(from)?;
-    rest.starts_with(SORT_SEPARATOR)
-        .then(|| format!("{to}{rest}"))
+    let num = sort.strip_prefix(from)?.strip_prefix(SORT_SEPARATOR)?;
+    Some(sortkey::with_num(to, num.parse().ok()?))
 }
 
 #[cfg(test)]

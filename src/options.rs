@@ -21,6 +21,11 @@ use crate::model::{SelectOption, MAX_OPTION_ID};
 
 /// At most this many options in one field (removed ones awaiting the sweep not counted).
 pub const MAX_OPTIONS: usize = 200;
+/// At most this many live options in all of a project's SELECT fields: every grid page reads
+/// the project's partition, field rows and their options included.
+pub const MAX_PROJECT_OPTIONS: usize = 1000;
+/// The longest order key, in hex chars (16 bytes): see `assign_keys`.
+pub const MAX_KEY_CHARS: usize = 32;
 /// At most this many removed options and old keys awaiting the sweep in one field.
 pub const MAX_PENDING: usize = 2 * MAX_OPTIONS;
 /// The longest label, in characters.
@@ -148,8 +153,11 @@ pub fn edit(
     let mut all = next;
     for option in old {
         if !ids.contains(&option.id) {
+            // Only its id and keys matter until the sweep forgets it: the row keeps no label.
             let mut gone = option.clone();
             gone.removed = true;
+            gone.label.clear();
+            gone.color = None;
             all.push(gone);
         }
     }
@@ -191,40 +199,77 @@ fn new_id(rng: &mut impl Rng, taken: &HashSet<String>, chosen: &HashSet<String>)
 /// Gives `next` (the live options in their new order; new ones without a key) increasing
 /// keys: the longest subsequence of existing options already in increasing key order keeps
 /// its keys, every other option gets a new key between its neighbours, and a moved option
-/// remembers the key it had.
+/// remembers the key it had. Keys made between close neighbours grow by about a byte per
+/// edit, so once one would pass [`MAX_KEY_CHARS`] every option gets a fresh, short key
+/// instead (a respacing: all the field's cells are re-keyed once, by the sweep).
 fn assign_keys(old: &[SelectOption], next: &mut [SelectOption]) {
     let keep = longest_increasing(next);
     // Keys no new key may equal: every key the field still has rows under.
-    let mut reserved: HashSet<String> = old
+    let reserved: HashSet<String> = old
         .iter()
         .flat_map(|o| std::iter::once(o.key.clone()).chain(o.stale_keys.iter().cloned()))
         .collect();
+    let mut taken = reserved.clone();
+    let mut keys: Vec<Option<String>> = vec![None; next.len()];
     let mut lower: Option<FractionalIndex> = None;
     for i in 0..next.len() {
         if keep[i] {
-            lower = FractionalIndex::from_string(&next[i].key).ok();
+            lower = parse_key(&next[i].key);
             continue;
         }
         let upper = next[i + 1..]
             .iter()
             .zip(&keep[i + 1..])
             .find(|(_, kept)| **kept)
-            .and_then(|(o, _)| FractionalIndex::from_string(&o.key).ok());
+            .and_then(|(o, _)| parse_key(&o.key));
         let mut key = between(lower.as_ref(), upper.as_ref());
-        while reserved.contains(&key.to_string()) {
+        while taken.contains(&key.to_string()) {
             key = between(Some(&key), upper.as_ref());
         }
-        let key_text = key.to_string();
-        reserved.insert(key_text.clone());
-        let option = &mut next[i];
-        if !option.key.is_empty() {
-            let old_key = std::mem::replace(&mut option.key, key_text);
-            option.stale_keys.push(old_key);
-        } else {
-            option.key = key_text;
-        }
+        taken.insert(key.to_string());
+        keys[i] = Some(key.to_string());
         lower = Some(key);
     }
+    if keys.iter().flatten().any(|k| k.len() > MAX_KEY_CHARS) {
+        keys = respaced(next.len(), &reserved);
+    }
+    for (option, key) in next.iter_mut().zip(keys) {
+        let Some(key) = key.filter(|k| *k != option.key) else {
+            continue;
+        };
+        if option.key.is_empty() {
+            option.key = key;
+        } else {
+            let old_key = std::mem::replace(&mut option.key, key);
+            option.stale_keys.push(old_key);
+        }
+    }
+}
+
+/// `n` fresh increasing keys, short (one byte each up to 127 options, then a few more), none
+/// of them in `reserved`.
+fn respaced(n: usize, reserved: &HashSet<String>) -> Vec<Option<String>> {
+    let mut keys = Vec::with_capacity(n);
+    let mut key = FractionalIndex::default();
+    while keys.len() < n {
+        if !reserved.contains(&key.to_string()) {
+            keys.push(Some(key.to_string()));
+        }
+        key = FractionalIndex::new_after(&key);
+    }
+    keys
+}
+
+/// A stored key as a fractional index; `None` when it is not one (another tool wrote it):
+/// checked before the crate parses it, which expects lowercase hex.
+fn parse_key(key: &str) -> Option<FractionalIndex> {
+    let hex = !key.is_empty()
+        && key.len() % 2 == 0
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    hex.then(|| FractionalIndex::from_string(key).ok())
+        .flatten()
 }
 
 /// A key strictly between the bounds (either may be open).
@@ -238,8 +283,7 @@ fn between(lower: Option<&FractionalIndex>, upper: Option<&FractionalIndex>) -> 
 /// Which options of `next` keep their keys: a longest subsequence of those that have a valid
 /// key whose keys increase (patience sorting, O(n log n)).
 fn longest_increasing(next: &[SelectOption]) -> Vec<bool> {
-    let valid =
-        |o: &SelectOption| !o.key.is_empty() && FractionalIndex::from_string(&o.key).is_ok();
+    let valid = |o: &SelectOption| parse_key(&o.key).is_some();
     // tails[k]: index in `next` of the smallest last key of an increasing run of length k+1.
     let mut tails: Vec<usize> = Vec::new();
     let mut before: Vec<Option<usize>> = vec![None; next.len()];
@@ -357,6 +401,60 @@ mod tests {
         assert!(added.iter().filter(|o| o.removed).count() == 1);
     }
 
+    /// What the options sweep does once it is done: old keys and removed options forgotten.
+    fn swept(options: Vec<SelectOption>) -> Vec<SelectOption> {
+        options
+            .into_iter()
+            .filter(|o| !o.removed)
+            .map(|o| SelectOption {
+                stale_keys: Vec::new(),
+                ..o
+            })
+            .collect()
+    }
+
+    #[test]
+    fn keys_stay_short_however_often_options_move() {
+        let mut options = edit(
+            &[],
+            &["a", "b", "c", "d"].map(|l| input(None, l)),
+            &mut rng(),
+        )
+        .unwrap();
+        let (mut respacings, mut previous) = (0, 0);
+        for step in 0..2000 {
+            // Swapping neighbours back and forth makes keys between ever closer ones.
+            let order: &[usize] = if step % 2 == 0 {
+                &[0, 3, 2, 1]
+            } else {
+                &[1, 2, 0, 3]
+            };
+            options = swept(edit(&options, &inputs_of(&options, order), &mut rng()).unwrap());
+            assert!(
+                options.iter().all(|o| o.key.len() <= MAX_KEY_CHARS),
+                "step {step}"
+            );
+            assert!(options.windows(2).all(|w| w[0].key < w[1].key));
+            let longest = options.iter().map(|o| o.key.len()).max().unwrap_or(0);
+            if longest + 8 < previous {
+                respacings += 1;
+            }
+            previous = longest;
+        }
+        assert!(respacings > 0);
+    }
+
+    #[test]
+    fn keys_another_tool_wrote_are_replaced_not_trusted() {
+        let mut odd = edit(&[], &["a", "b"].map(|l| input(None, l)), &mut rng()).unwrap();
+        odd[0].key = "zz\u{e9}".into();
+        let fixed = edit(&odd, &inputs_of(&odd, &[0, 1]), &mut rng()).unwrap();
+        assert!(
+            fixed.iter().all(|o| parse_key(&o.key).is_some()),
+            "{fixed:?}"
+        );
+    }
+
     #[test]
     fn refusals_name_the_path() {
         let bad = |inputs: &[OptionInput]| edit(&[], inputs, &mut rng()).unwrap_err().path;
@@ -415,7 +513,10 @@ mod tests {
                 let existing: Vec<&SelectOption> = inputs.iter().filter_map(|i| i.id.as_ref()).map(|id| before.iter().find(|o| &o.id == id).unwrap()).collect();
                 let lis = longest_increasing(&existing.iter().map(|o| (*o).clone()).collect::<Vec<_>>()).iter().filter(|k| **k).count();
                 let rekeyed = existing.iter().filter(|o| options.iter().find(|n| n.id == o.id).unwrap().key != o.key).count();
-                prop_assert_eq!(rekeyed, existing.len() - lis);
+                // Or, once keys grew past their limit, a respacing: every key fresh and short.
+                let respaced = options.iter().filter(|o| !o.removed).all(|o| o.key.len() <= 8);
+                prop_assert!(rekeyed == existing.len() - lis || respaced, "{} re-keyed, {} needed", rekeyed, existing.len() - lis);
+                prop_assert!(options.iter().all(|o| o.key.len() <= MAX_KEY_CHARS));
             }
         }
     }

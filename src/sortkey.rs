@@ -182,6 +182,91 @@ pub fn with_suffix(value_part: &str, suffix: &str) -> String {
     out
 }
 
+/// One key of a [`composite`] sort string: a value part (the output of one of this module's
+/// encoders), or `None` for an empty cell, with its direction and where its empty cells go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CompositeKey<'a> {
+    pub value: Option<&'a str>,
+    pub descending: bool,
+    pub empty_first: bool,
+}
+
+/// The most keys a [`composite`] sort string has.
+pub const MAX_COMPOSITE_KEYS: usize = 3;
+
+/// Marks an empty cell placed before every value (`0`), a value (`1`), or an empty cell placed
+/// after every value (`2`): the same whatever the key's direction.
+const EMPTY_FIRST_MARK: char = '0';
+const VALUE_MARK: char = '1';
+const EMPTY_LAST_MARK: char = '2';
+
+/// A descending key's bytes are each written as two chars from `A` (0) to `P` (15), of the
+/// byte's complement, so byte order is reversed; [`DESCENDING_END`] ends the key and sorts
+/// above every such char, so a value that is a prefix of another sorts after it.
+const DESCENDING_DIGIT: u8 = b'A';
+const DESCENDING_END: char = '~';
+
+/// The bytes each of `keys` keys may take, marker and end included, once the issue number
+/// (10 bytes) has its place: the 1024 bytes of a `GSI1` sort key shared equally.
+pub fn composite_key_budget(keys: usize) -> usize {
+    (MAX_SORT_KEY_BYTES - NUM_WIDTH) / keys.clamp(1, MAX_COMPOSITE_KEYS)
+}
+
+/// The longest value part a key of a `keys`-key composite keeps whole: ascending, its budget
+/// less the marker and the end; descending, half that (each byte takes two chars). Longer value
+/// parts are cut as [`with_num`] describes, so order stays monotone: such values tie on the
+/// key, and the keys after it (then the issue number) decide among them.
+pub fn composite_exact_bytes(keys: usize, descending: bool) -> usize {
+    let room = composite_key_budget(keys) - 2;
+    if descending {
+        room / 2
+    } else {
+        room
+    }
+}
+
+/// A saved view's sort string: each key in turn, then the issue number, so that one ascending
+/// Query of a view's `GSI1` partition returns its rows in the view's order, whatever the mix of
+/// directions.
+///
+/// A key is a mark ([`EMPTY_FIRST_MARK`], [`VALUE_MARK`], [`EMPTY_LAST_MARK`]), then for a value
+/// its part: ascending as it is, ended by [`SEPARATOR`] (below every byte of a part, so a prefix
+/// sorts first); descending order-reversed (see [`DESCENDING_DIGIT`]), ended by
+/// [`DESCENDING_END`]. The issue number is ascending, or complemented (`u32::MAX - n`, still ten digits) when the
+/// first key is descending: ties break by num in the direction of the first key, so a one-key
+/// view orders exactly as `Project.issues(orderBy:)` does. Each key takes at most
+/// [`composite_key_budget`] bytes, so the whole is within [`MAX_SORT_KEY_BYTES`].
+pub fn composite(keys: &[CompositeKey<'_>], n: u32) -> String {
+    let keys = &keys[..keys.len().min(MAX_COMPOSITE_KEYS)];
+    let mut out = String::with_capacity(64);
+    for key in keys {
+        match key.value {
+            None if key.empty_first => out.push(EMPTY_FIRST_MARK),
+            None => out.push(EMPTY_LAST_MARK),
+            Some(value) => {
+                out.push(VALUE_MARK);
+                let max = composite_exact_bytes(keys.len(), key.descending);
+                if key.descending {
+                    let mut cut = String::with_capacity(value.len().min(max));
+                    push_value_part(&mut cut, value, max);
+                    for byte in cut.bytes() {
+                        let reversed = 255 - byte;
+                        out.push(char::from(DESCENDING_DIGIT + (reversed >> 4)));
+                        out.push(char::from(DESCENDING_DIGIT + (reversed & 0x0f)));
+                    }
+                    out.push(DESCENDING_END);
+                } else {
+                    push_value_part(&mut out, value, max);
+                    out.push(SEPARATOR);
+                }
+            }
+        }
+    }
+    let first_descending = keys.first().is_some_and(|k| k.descending);
+    out.push_str(&num(if first_descending { u32::MAX - n } else { n }));
+    out
+}
+
 /// Appends `value` to `out`, cut as [`with_num`] describes when it exceeds `max` bytes.
 fn push_value_part(out: &mut String, value: &str, max: usize) {
     if value.len() <= max {

@@ -41,47 +41,80 @@ pub(crate) async fn project_data<T>(
 
 /// The types of the custom fields the gateway has seen, shared by every request: a field's
 /// type never changes and its id is never reused, so a type once seen is right for as long as
-/// the field lives. A SELECT field's options can change: the read-ahead may check a filter
-/// against options since edited, which is why the loaded project re-checks every read-ahead
-/// filter and reads again when the checked list differs. The read-ahead checks a filter
-/// against it before the project loads (`graphql::prefetch`); the project, once loaded,
-/// confirms the field is still its own.
-pub(crate) struct FieldTypeCache(Mutex<lru::LruCache<FieldId, CellType>>);
+/// the field lives. The read-ahead checks a filter against it before the project loads
+/// (`graphql::prefetch`); the project, once loaded, confirms the field is still its own.
+///
+/// A SELECT field's options can change: the read-ahead may check a filter against options
+/// since edited, which is why the loaded project re-checks every read-ahead filter and reads
+/// again when the checked list differs. Each entry keeps the field's `version` it was learnt
+/// at, so learning again compares a number, not the options; and the options kept are
+/// bounded in number (see [`OPTIONS_KEPT`]), since a field may have hundreds.
+pub(crate) struct FieldTypeCache(Mutex<Learnt>);
 
-/// At most this many field types are kept (a few hundred KB).
+struct Learnt {
+    types: lru::LruCache<FieldId, (u64, CellType)>,
+    /// The options the SELECT entries hold, all together.
+    options: usize,
+}
+
+/// At most this many field types are kept.
 const FIELD_TYPES_KEPT: usize = 10_000;
+/// At most this many SELECT options are kept in all (a few MB at most): past it, the least
+/// recently used entries go.
+const OPTIONS_KEPT: usize = 20_000;
+
+fn options_of(cell: &CellType) -> usize {
+    match cell {
+        CellType::Plain(_) => 0,
+        CellType::Select(options) => options.len(),
+    }
+}
 
 impl Default for FieldTypeCache {
     fn default() -> Self {
         let size =
             std::num::NonZeroUsize::new(FIELD_TYPES_KEPT).unwrap_or(std::num::NonZeroUsize::MIN);
-        FieldTypeCache(Mutex::new(lru::LruCache::new(size)))
+        FieldTypeCache(Mutex::new(Learnt {
+            types: lru::LruCache::new(size),
+            options: 0,
+        }))
     }
 }
 
 impl FieldTypeCache {
-    fn lock(&self) -> std::sync::MutexGuard<'_, lru::LruCache<FieldId, CellType>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Learnt> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Notes the types of a loaded project's fields (by the lists that filter them, so an
     /// unfiltered grid page takes no lock).
     pub(crate) fn learn(&self, data: &ProjectData) {
-        let mut cache = self.lock();
+        let mut learnt = self.lock();
         for field in &data.fields {
-            let known = cache.get(&field.id).is_some_and(|known| match known {
-                CellType::Plain(ty) => *ty == field.field_type,
-                CellType::Select(options) => **options == field.options,
-            });
-            if !known {
-                cache.put(field.id.clone(), CellType::of(field));
+            if learnt
+                .types
+                .peek(&field.id)
+                .is_some_and(|(version, _)| *version == field.version)
+            {
+                continue;
+            }
+            let cell = CellType::of(field);
+            learnt.options += options_of(&cell);
+            if let Some((_, old)) = learnt.types.push(field.id.clone(), (field.version, cell)) {
+                learnt.options -= options_of(&old.1);
+            }
+            while learnt.options > OPTIONS_KEPT {
+                match learnt.types.pop_lru() {
+                    Some((_, (_, gone))) => learnt.options -= options_of(&gone),
+                    None => break,
+                }
             }
         }
     }
 
     /// The type of `field`, if it was seen.
     pub(crate) fn get(&self, field: &FieldId) -> Option<CellType> {
-        self.lock().get(field).cloned()
+        self.lock().types.get(field).map(|(_, cell)| cell.clone())
     }
 }
 

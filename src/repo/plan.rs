@@ -68,7 +68,10 @@ impl Plan {
                 residual.push(conjunct);
                 continue;
             };
-            if on_sorted_column(&leaf.column, &list.sort.field) {
+            // A SELECT column whose options sweep is still moving rows to new keys cannot
+            // answer a leaf from the index: rows under old keys would be missed. The residual
+            // test compares every row read by the options' current order instead.
+            if on_sorted_column(&leaf.column, &list.sort.field) && leaf.column.keys_settled() {
                 if let [Op::StartsWith(p)] = leaf.ops.as_slice() {
                     match prefix_key(p) {
                         Some(key) if prefixes.is_empty() => prefixes.push((key, conjunct)),

@@ -147,9 +147,17 @@ impl Sweeper {
         };
         let done = match target {
             // The field forgets what was pending only after the settled pass, and only if it
-            // did not change meanwhile (otherwise the job runs again).
-            SweepTarget::Options { project, field } => {
-                done && run.forget_pending(project, field).await?
+            // did not change meanwhile: a rename or a move while the sweep ran makes it look
+            // again (a few times; after that the next round takes it up).
+            SweepTarget::Options { project, field } if done => {
+                let mut forgotten = Forget::Changed;
+                for _ in 0..FORGET_ATTEMPTS {
+                    forgotten = run.forget_pending(project, field).await?;
+                    if forgotten != Forget::Changed || !run.passes(target).await? {
+                        break;
+                    }
+                }
+                forgotten == Forget::Done
             }
             _ => done,
         };
@@ -301,48 +309,48 @@ impl Run<'_> {
         let Some(definition) = self.live_field(project, field).await? else {
             return Ok(true);
         };
+        // Cleared cells are counted off the project row, whose key needs the tenant.
+        let tenant = self.project_tenant(project).await?;
+        let keyed = OptionRows {
+            project,
+            tenant: tenant.as_ref(),
+            field: &definition,
+        };
         for option in &definition.options {
-            for stale in &option.stale_keys {
-                let target = (!option.removed).then_some(option.key.as_str());
-                if !self
-                    .option_rows(project, field, &option.id, stale, target)
-                    .await?
-                {
+            let pending = option
+                .stale_keys
+                .iter()
+                .chain(option.removed.then_some(&option.key));
+            for key in pending {
+                if !self.option_rows(&keyed, key).await? {
                     return Ok(false);
                 }
-            }
-            if option.removed
-                && !self
-                    .option_rows(project, field, &option.id, &option.key, None)
-                    .await?
-            {
-                return Ok(false);
             }
         }
         Ok(true)
     }
 
-    /// The value rows of option `option` under key `from`: given key `to`, or with `to` of
-    /// `None` removed together with their cells. Each batch reads what is left from the
-    /// start, so a restart continues; every write is conditioned on what it read, so a
-    /// concurrent edit of a cell wins and its row is simply read again (or no longer found).
-    async fn option_rows(
-        &mut self,
-        project: &ProjectId,
-        field: &FieldId,
-        option: &str,
-        from: &str,
-        to: Option<&str>,
-    ) -> Result<bool, RepoError> {
+    /// The value rows under the option key `from` (one that moved away, or a removed
+    /// option's), until none is left. Each row is dealt with by what its `Value` says:
+    /// - it names a live option: its sort string gets that option's current key;
+    /// - it names a removed option, and its issue holds that option: the cell, the row and
+    ///   one off the field's counter go;
+    /// - anything else (the issue is gone, holds another value, or the row names no option):
+    ///   the row is the issue's to derive, so it gets its issue's current value's key, or goes.
+    ///
+    /// Every write is conditioned on what it read (the row's `GSI1SK`, the issue's `Version`),
+    /// so a concurrent edit wins and its row is read again, or no longer found. A batch whose
+    /// transaction fails is retried one row at a time, so one row that cannot be written does
+    /// not hold up the others.
+    async fn option_rows(&mut self, keyed: &OptionRows<'_>, from: &str) -> Result<bool, RepoError> {
+        let field = keyed.field;
         let from_part = keys::option_part(from);
-        let to_part = to.map(keys::option_part);
-        let value = AttributeValue::S(option.to_string());
         let mut previous = Vec::new();
         loop {
             let query = Query {
                 limit: Some(self.sweeper.config.batch as u32),
                 sort: SortCondition::BeginsWith(format!("{from_part}{}", keys::SORT_SEPARATOR)),
-                ..Query::partition(Index::Gsi1, keys::field_value_partition(field))
+                ..Query::partition(Index::Gsi1, keys::field_value_partition(&field.id))
             };
             let rows = self.store().query(&query).await?.items;
             if rows.is_empty() {
@@ -352,69 +360,79 @@ impl Run<'_> {
             if !self.wait_for_index(&row_keys, &mut previous).await || !self.next_batch().await? {
                 return Ok(false);
             }
-            let mut ops = Vec::with_capacity(rows.len() * 2 + 1);
-            match &to_part {
-                Some(to_part) => {
-                    for row in &rows {
-                        let (Some(key), Some(AttributeValue::S(sort))) =
-                            (items::item_key(row), row.get(attrs::GSI1SK))
-                        else {
-                            continue;
-                        };
-                        let Some(new_sort) = keys::rekeyed_sort(sort, &from_part, to_part) else {
-                            continue;
-                        };
-                        ops.push(WriteOp::Update {
-                            key,
-                            actions: vec![UpdateAction::Set(
-                                AttrPath::new([attrs::GSI1SK]),
-                                AttributeValue::S(new_sort),
-                            )],
-                            condition: Some(Condition::All(vec![
-                                Condition::equals(attrs::GSI1SK, AttributeValue::S(sort.clone())),
-                                Condition::equals(items::VALUE, value.clone()),
-                            ])),
-                        });
+            let issues = self.issues_of(&rows, keyed.project).await?;
+            let cell = AttrPath::new([items::VALUES, field.id.as_str()]);
+            let mut groups: Vec<(Vec<WriteOp>, i64)> = Vec::with_capacity(rows.len());
+            for row in &rows {
+                let (Some(key), Some(AttributeValue::S(sort))) =
+                    (items::item_key(row), row.get(attrs::GSI1SK))
+                else {
+                    continue;
+                };
+                let unchanged = Condition::equals(attrs::GSI1SK, AttributeValue::S(sort.clone()));
+                let issue = issues
+                    .iter()
+                    .find(|i| items::item_pk(i) == Some(key.pk.as_str()));
+                let value = row.get(items::VALUE);
+                // The option the row names, when its issue's cell says the same.
+                let agreed = issue
+                    .and_then(|i| cell.get(i))
+                    .filter(|held| Some(*held) == value)
+                    .and_then(|held| match held {
+                        AttributeValue::S(id) => field.option(id),
+                        _ => None,
+                    });
+                let group = match (issue, agreed) {
+                    (Some(_), Some(option)) if !option.removed => {
+                        rekey(key, sort, &from_part, &option.key, unchanged)
                     }
-                }
-                None => {
-                    let issues = self.issues_of(&rows, project).await?;
-                    let cell = AttrPath::new([items::VALUES, field.as_str()]);
-                    let mut cleared = 0;
-                    for issue in &issues {
-                        let (Some(key), Some(version)) =
-                            (items::item_key(issue), issue.get(attrs::VERSION))
-                        else {
-                            continue;
+                    (Some(issue), Some(_)) => match clear_cell(issue, &cell, key, unchanged) {
+                        Some(ops) => (ops, 1),
+                        None => continue,
+                    },
+                    // The row disagrees with its issue, or has none: it becomes the row the
+                    // issue's own cell derives (the writers' function), or goes.
+                    (issue, _) => {
+                        let derived = issue.and_then(|i| derived_row(i, field, &key));
+                        let op = match derived {
+                            Some(item) => WriteOp::Put {
+                                item,
+                                condition: Some(unchanged),
+                            },
+                            None => WriteOp::Delete {
+                                key,
+                                condition: Some(unchanged),
+                            },
                         };
-                        if cell.get(issue) != Some(&value) {
-                            continue;
-                        }
-                        let Ok(issue_id) = IssueId::parse(&key.pk) else {
-                            continue;
-                        };
-                        let next = version_after(version);
-                        ops.push(WriteOp::Update {
-                            key,
-                            actions: vec![
-                                UpdateAction::Remove(cell.clone()),
-                                UpdateAction::Set(AttrPath::new([attrs::VERSION]), next),
-                            ],
-                            condition: Some(Condition::equals(attrs::VERSION, version.clone())),
-                        });
-                        ops.push(WriteOp::Delete {
-                            key: keys::field_value(&issue_id, field),
-                            condition: Some(Condition::equals(items::VALUE, value.clone())),
-                        });
-                        cleared += 1;
+                        (vec![op], 0)
                     }
-                    if cleared > 0 {
-                        ops.extend(self.count_off(project, field, cleared).await?);
-                    }
-                }
+                };
+                groups.push(group);
             }
-            self.write_batch(ops).await?;
+            self.write_groups(keyed, groups).await?;
         }
+    }
+
+    /// Writes each group of operations (with the number of cells it clears), all in one
+    /// transaction, or one group at a time when that fails.
+    async fn write_groups(
+        &self,
+        keyed: &OptionRows<'_>,
+        groups: Vec<(Vec<WriteOp>, i64)>,
+    ) -> Result<(), RepoError> {
+        let batch = |groups: &[(Vec<WriteOp>, i64)]| {
+            let mut ops: Vec<WriteOp> = groups.iter().flat_map(|(ops, _)| ops.clone()).collect();
+            let cleared: i64 = groups.iter().map(|(_, n)| n).sum();
+            ops.extend(keyed.count_off(cleared));
+            ops
+        };
+        if groups.is_empty() || self.write_batch(batch(&groups)).await? {
+            return Ok(());
+        }
+        for group in groups.chunks(1) {
+            self.write_batch(batch(group)).await?;
+        }
+        Ok(())
     }
 
     /// The source items of the issues whose index rows `rows` are (those still there).
@@ -432,34 +450,15 @@ impl Run<'_> {
         Ok(retry::batch_get_all(self.store().as_ref(), &issue_keys).await?)
     }
 
-    /// The project update that takes `n` cleared cells off `field`'s counter; none when the
-    /// project row is gone (its own sweep removes everything).
-    async fn count_off(
-        &self,
-        project: &ProjectId,
-        field: &FieldId,
-        n: i64,
-    ) -> Result<Option<WriteOp>, RepoError> {
-        let Some(tenant) = self.project_tenant(project).await? else {
-            return Ok(None);
-        };
-        Ok(Some(WriteOp::Update {
-            key: keys::project(project, &tenant),
-            actions: vec![UpdateAction::Add(
-                AttrPath::new([items::filled_attr(field)]),
-                -n,
-            )],
-            condition: Some(Condition::Exists),
-        }))
-    }
-
-    /// The tenant of `project`, from the project's own partition.
+    /// The tenant of `project`, from its lookup-free project row: the project partition's
+    /// first page (the project row sorts among its field rows by its `SK`, the tenant id).
     async fn project_tenant(&self, project: &ProjectId) -> Result<Option<TenantId>, RepoError> {
         let query = Query {
             consistent: true,
+            sort: SortCondition::BeginsWith("tenant-".into()),
             ..Query::partition(Index::Table, project.as_str())
         };
-        let rows = retry::query_all(self.store().as_ref(), &query).await?;
+        let rows = self.store().query(&query).await?.items;
         Ok(rows
             .iter()
             .find(|row| items::item_type(row) == Some(items::types::PROJECT))
@@ -469,18 +468,17 @@ impl Run<'_> {
 
     /// Once every pending option's rows are done: the field drops its old keys and removed
     /// options, if it is still as this run read it and the job is still this run's (an edit
-    /// made meanwhile put the job again, which took the lease away). `false` leaves the job
-    /// for its next run.
+    /// that added work put the job again, which took the lease away).
     async fn forget_pending(
         &mut self,
         project: &ProjectId,
         field: &FieldId,
-    ) -> Result<bool, RepoError> {
+    ) -> Result<Forget, RepoError> {
         let Some(definition) = self.live_field(project, field).await? else {
-            return Ok(true);
+            return Ok(Forget::Done);
         };
         if !definition.reindexing() {
-            return Ok(true);
+            return Ok(Forget::Done);
         }
         let mut settled = definition.clone();
         settled.options.retain(|o| !o.removed);
@@ -503,9 +501,16 @@ impl Run<'_> {
             },
         ];
         match self.store().transact_write(ops).await {
-            Ok(_) => Ok(true),
+            Ok(_) => Ok(Forget::Done),
             Err(StoreError::ConditionFailed { .. } | StoreError::TransactionConflict(_)) => {
-                Ok(false)
+                let job = self.store().get_consistent(&self.job_key).await?.item;
+                let ours = job.as_ref().and_then(|j| j.get(attrs::LEASE_OWNER))
+                    == Some(&AttributeValue::S(self.sweeper.config.owner.clone()));
+                Ok(if ours {
+                    Forget::Changed
+                } else {
+                    Forget::LostLease
+                })
             }
             Err(e) => Err(e.into()),
         }
@@ -699,23 +704,126 @@ impl Run<'_> {
         true
     }
 
-    /// One batch, conditioned on still holding the lease.
-    async fn write_batch(&self, mut ops: Vec<WriteOp>) -> Result<(), RepoError> {
+    /// One batch, conditioned on still holding the lease; `false` when a condition failed (or
+    /// the transaction met another) and nothing was written.
+    async fn write_batch(&self, mut ops: Vec<WriteOp>) -> Result<bool, RepoError> {
         if ops.is_empty() {
-            return Ok(());
+            return Ok(true);
         }
         ops.push(WriteOp::ConditionCheck {
             key: self.job_key.clone(),
             condition: self.sweeper.owns_lease(),
         });
         match self.store().transact_write(ops).await {
-            Ok(_) => Ok(()),
+            Ok(_) => Ok(true),
             // The issue changed between read and write (a concurrent edit, a delete): the next
             // round reads again. Losing the lease shows at the next renewal.
-            Err(StoreError::ConditionFailed { .. } | StoreError::TransactionConflict(_)) => Ok(()),
+            Err(StoreError::ConditionFailed { .. } | StoreError::TransactionConflict(_)) => {
+                Ok(false)
+            }
             Err(e) => Err(e.into()),
         }
     }
+}
+
+/// How many times a run looks again when the field changed under its options sweep.
+const FORGET_ATTEMPTS: usize = 3;
+
+/// How forgetting a field's pending option work ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Forget {
+    Done,
+    /// The field changed since it was read (the lease is still this run's): look again.
+    Changed,
+    /// Another run holds the job now.
+    LostLease,
+}
+
+/// What an options sweep writes with: the field as it read it and where its counter lives.
+struct OptionRows<'a> {
+    project: &'a ProjectId,
+    tenant: Option<&'a TenantId>,
+    field: &'a CustomField,
+}
+
+impl OptionRows<'_> {
+    /// The project update that takes `n` cleared cells off the field's counter; none for none,
+    /// or when the project row is gone (its own sweep removes everything).
+    fn count_off(&self, n: i64) -> Option<WriteOp> {
+        let tenant = self.tenant.filter(|_| n > 0)?;
+        Some(WriteOp::Update {
+            key: keys::project(self.project, tenant),
+            actions: vec![UpdateAction::Add(
+                AttrPath::new([items::filled_attr(&self.field.id)]),
+                -n,
+            )],
+            condition: Some(Condition::Exists),
+        })
+    }
+}
+
+/// A value row's new sort string under option key `to` (it was under `from_part`), if it
+/// still has the sort string `unchanged` names; no cell is cleared.
+fn rekey(
+    key: Key,
+    sort: &str,
+    from_part: &str,
+    to: &str,
+    unchanged: Condition,
+) -> (Vec<WriteOp>, i64) {
+    let Some(new_sort) = keys::rekeyed_sort(sort, from_part, &keys::option_part(to)) else {
+        return (Vec::new(), 0);
+    };
+    let op = WriteOp::Update {
+        key,
+        actions: vec![UpdateAction::Set(
+            AttrPath::new([attrs::GSI1SK]),
+            AttributeValue::S(new_sort),
+        )],
+        condition: Some(unchanged),
+    };
+    (vec![op], 0)
+}
+
+/// Clearing a removed option's cell: the cell goes from the issue (whose version moves on,
+/// conditioned on the one read) and its value row goes (conditioned on its sort string).
+fn clear_cell(
+    issue: &crate::store::Item,
+    cell: &AttrPath,
+    row: Key,
+    unchanged: Condition,
+) -> Option<Vec<WriteOp>> {
+    let key = items::item_key(issue)?;
+    let version = issue.get(attrs::VERSION)?;
+    Some(vec![
+        WriteOp::Update {
+            key,
+            actions: vec![
+                UpdateAction::Remove(cell.clone()),
+                UpdateAction::Set(AttrPath::new([attrs::VERSION]), version_after(version)),
+            ],
+            condition: Some(Condition::equals(attrs::VERSION, version.clone())),
+        },
+        WriteOp::Delete {
+            key: row,
+            condition: Some(unchanged),
+        },
+    ])
+}
+
+/// The value row of `field` that `issue` (a source item) derives, if it is the row `key` and
+/// the issue's cell is a value of the field.
+fn derived_row(
+    issue: &crate::store::Item,
+    field: &CustomField,
+    key: &Key,
+) -> Option<crate::store::Item> {
+    let mut issue = items::decode_issue(issue.clone()).ok()?;
+    issue.values.retain(|id, _| id == &field.id);
+    items::issue_items(&issue, std::slice::from_ref(field))
+        .ok()?
+        .into_iter()
+        .find(|row| items::item_key(row).as_ref() == Some(key))
 }
 
 /// The version after `version` (a stored `N`).

@@ -196,8 +196,9 @@ impl Snapshot {
             }
             Some(types::SWEEP) => {
                 let job = items::decode_sweep(&item)?;
-                self.pending_sweeps
-                    .insert(job.target.target_id().to_string());
+                // By the job's name: a SELECT field's options job (`<field>#options`) is no
+                // deletion, and must not hide the field's rows as one would.
+                self.pending_sweeps.insert(job.target.job_name());
             }
             _ => {}
         }
@@ -415,11 +416,26 @@ impl Snapshot {
                 )),
             }
         }
-        let reindexing: HashSet<String> = live
+        // Value rows still under a moved option's old key, per value partition.
+        let stale: HashMap<String, Vec<String>> = live
             .iter()
             .filter(|f| f.reindexing())
-            .map(|f| keys::field_value_partition(&f.id))
+            .map(|f| {
+                let parts = f
+                    .options
+                    .iter()
+                    .flat_map(|o| &o.stale_keys)
+                    .map(|k| format!("{}{}", keys::option_part(k), keys::SORT_SEPARATOR))
+                    .collect();
+                (keys::field_value_partition(&f.id), parts)
+            })
             .collect();
+        let awaits_sweep = |key: &Key, old: &Item| {
+            let sort = gsi1sk(old).unwrap_or_default();
+            stale
+                .get(&key.sk)
+                .is_some_and(|parts| parts.iter().any(|p| sort.starts_with(p.as_str())))
+        };
         let expected_rows = items::issue_items_lenient(issue, &live);
         let source_key = keys::issue(&issue.id, &issue.project);
         check_gsi1sk(
@@ -451,7 +467,7 @@ impl Snapshot {
                 None => out.push(mismatch(Problem::Missing, key, "index row", Fix::Put(row))),
                 // A moved option's rows keep their old key until the options sweep re-keys
                 // them: the sweep's to fix, as the field's status says.
-                Some(_) if reindexing.contains(&key.sk) => {}
+                Some(old) if awaits_sweep(&key, old) => {}
                 Some(old) => {
                     let detail = format!(
                         "index row has GSI1SK {:?}, expected {:?}",

@@ -417,6 +417,7 @@ impl Writes {
                         format!("a project has at most {MAX_FIELDS} custom fields"),
                     ));
                 }
+                project_options_fit(&data, None, checked)?;
                 let position = position.unwrap_or_else(|| {
                     data.fields
                         .iter()
@@ -491,6 +492,7 @@ impl Writes {
                     }
                     updated.options = options::edit(&field.options, options, &mut rand::rng())
                         .map_err(options_refused)?;
+                    project_options_fit(&data, Some(id), &updated.options)?;
                 }
                 if updated == field {
                     return Ok(Plan::new(Vec::new(), id.to_string()));
@@ -508,10 +510,12 @@ impl Writes {
                     // must not commit after this.
                     ops.push(bump_fields_version(&data.project));
                 }
-                if updated.reindexing() {
+                if pending_work(&updated) != pending_work(&field) && updated.reindexing() {
                     // A plain put, not `put_new`: a job may be pending already. Putting it
                     // again drops its lease, so a sweep half-way through stops at its next
-                    // batch and the new run starts from the field's current options.
+                    // batch and the new run starts from the field's current options. An edit
+                    // that adds no work (a rename while the sweep runs) leaves the job alone,
+                    // so edits cannot keep postponing it.
                     let target = SweepTarget::Options {
                         project: data.project.id.clone(),
                         field: id.clone(),
@@ -809,6 +813,43 @@ impl Writes {
             .map_err(|e| only_not_found(e, missing))?;
         Ok((data, issue, rows))
     }
+}
+
+/// The keys and removed options a field's options sweep has yet to deal with.
+fn pending_work(field: &CustomField) -> Vec<(&str, bool, &[String])> {
+    field
+        .options
+        .iter()
+        .filter(|o| o.removed || !o.stale_keys.is_empty())
+        .map(|o| (o.key.as_str(), o.removed, o.stale_keys.as_slice()))
+        .collect()
+}
+
+/// Refuses an option list that would take the project's SELECT fields past
+/// [`options::MAX_PROJECT_OPTIONS`] live options (`field`: the one being edited, whose old list
+/// does not count).
+fn project_options_fit(
+    data: &ProjectData,
+    field: Option<&FieldId>,
+    options: &[crate::model::SelectOption],
+) -> Result<(), WriteError> {
+    let others: usize = data
+        .fields
+        .iter()
+        .filter(|f| Some(&f.id) != field)
+        .map(|f| f.live_options().count())
+        .sum();
+    let total = others + options.iter().filter(|o| !o.removed).count();
+    if total > options::MAX_PROJECT_OPTIONS {
+        return Err(invalid(
+            "options",
+            format!(
+                "a project's SELECT fields have at most {} options in all; this would make {total}",
+                options::MAX_PROJECT_OPTIONS
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// An option list's refusal, naming its path in the input.
