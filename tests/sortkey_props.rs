@@ -1,5 +1,6 @@
 //! Property tests for `gridgate::sortkey`: every encoder's byte order must equal its domain order,
-//! and composite keys must order by (value, issue number), also once long values are cut.
+//! and composite keys must order by (value, issue number), also once long values are cut; the
+//! saved views' composites of several keys must order as a plain comparator does.
 
 use std::cmp::Ordering;
 use std::str::FromStr;
@@ -8,7 +9,8 @@ use bigdecimal::num_bigint::BigInt;
 use bigdecimal::BigDecimal;
 use chrono::NaiveDate;
 use gridgate::sortkey::{
-    date, decimal, int, num, state_open, text, with_num, MAX_SORT_KEY_BYTES, SEPARATOR,
+    composite, composite_exact_bytes, date, decimal, int, num, state_open, text, with_num,
+    CompositeKey, MAX_SORT_KEY_BYTES, SEPARATOR,
 };
 use proptest::prelude::*;
 
@@ -298,4 +300,152 @@ fn fitting_text_is_kept_whole() {
     let exact = "x".repeat(VALUE_ROOM);
     assert_eq!(with_num(&exact, 5), format!("{exact}{SEPARATOR}0000000005"));
     assert_eq!(with_num(&exact, 5).len(), MAX_SORT_KEY_BYTES);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Composite sort strings of saved views (`sortkey::composite`): several keys, each with its
+// own direction and empty placement, then the issue number in the first key's direction.
+
+/// A cell of one of three types, so keys of different types mix in one composite.
+#[derive(Clone, Debug)]
+enum Cell {
+    Text(String),
+    Int(i64),
+    Date(NaiveDate),
+}
+
+impl Cell {
+    fn part(&self) -> String {
+        match self {
+            Cell::Text(t) => text(t),
+            Cell::Int(i) => int(*i),
+            Cell::Date(d) => date(*d),
+        }
+    }
+
+    /// The order users expect, without sort strings.
+    fn cmp(&self, other: &Cell) -> Ordering {
+        match (self, other) {
+            (Cell::Text(a), Cell::Text(b)) => lower(a).cmp(&lower(b)),
+            (Cell::Int(a), Cell::Int(b)) => a.cmp(b),
+            (Cell::Date(a), Cell::Date(b)) => a.cmp(b),
+            _ => unreachable!("a key's cells share its type"),
+        }
+    }
+}
+
+/// A key's type (0 text, 1 int, 2 date), direction and empty placement.
+type KeySpec = (u8, bool, bool);
+
+fn cell_of(kind: u8) -> BoxedStrategy<Option<Cell>> {
+    let cell = match kind {
+        0 => tricky_text(6).prop_map(Cell::Text).boxed(),
+        1 => prop_oneof![-3i64..3, int_value()]
+            .prop_map(Cell::Int)
+            .boxed(),
+        _ => date_value().prop_map(Cell::Date).boxed(),
+    };
+    prop::option::weighted(0.8, cell).boxed()
+}
+
+/// Key specs and two rows of cells for them.
+fn composite_case() -> impl Strategy<Value = (Vec<KeySpec>, Vec<Option<Cell>>, Vec<Option<Cell>>)> {
+    prop::collection::vec((0u8..3, any::<bool>(), any::<bool>()), 1..=3).prop_flat_map(|specs| {
+        let row = specs
+            .iter()
+            .map(|(kind, _, _)| cell_of(*kind))
+            .collect::<Vec<_>>();
+        (Just(specs), row.clone(), row)
+    })
+}
+
+fn composite_of(specs: &[KeySpec], cells: &[Option<Cell>], n: u32) -> String {
+    let parts: Vec<Option<String>> = cells.iter().map(|c| c.as_ref().map(Cell::part)).collect();
+    let keys: Vec<CompositeKey<'_>> = specs
+        .iter()
+        .zip(&parts)
+        .map(|((_, descending, empty_first), part)| CompositeKey {
+            value: part.as_deref(),
+            descending: *descending,
+            empty_first: *empty_first,
+        })
+        .collect();
+    composite(&keys, n)
+}
+
+/// The reference: key by key, empty cells first or last whatever the direction, values in
+/// the key's direction; then the issue number in the first key's direction.
+fn composite_reference(
+    specs: &[KeySpec],
+    a: &[Option<Cell>],
+    x: u32,
+    b: &[Option<Cell>],
+    y: u32,
+) -> Ordering {
+    for ((_, descending, empty_first), (p, q)) in specs.iter().zip(a.iter().zip(b)) {
+        let order = match (p, q) {
+            (None, None) => Ordering::Equal,
+            (None, Some(_)) if *empty_first => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (Some(_), None) if *empty_first => Ordering::Greater,
+            (Some(_), None) => Ordering::Less,
+            (Some(p), Some(q)) if *descending => q.cmp(p),
+            (Some(p), Some(q)) => p.cmp(q),
+        };
+        if order != Ordering::Equal {
+            return order;
+        }
+    }
+    if specs[0].1 {
+        y.cmp(&x)
+    } else {
+        x.cmp(&y)
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Random keys of every type, direction and empty placement order as the reference does.
+    #[test]
+    fn composite_orders_as_the_reference((specs, a, b) in composite_case(), x in 0u32..3, y in 0u32..3) {
+        let (ka, kb) = (composite_of(&specs, &a, x), composite_of(&specs, &b, y));
+        prop_assert!(ka.len() <= MAX_SORT_KEY_BYTES);
+        prop_assert!(!ka.contains('\0'));
+        prop_assert_eq!(ka.cmp(&kb), composite_reference(&specs, &a, x, &b, y), "{:?} {:?} / {:?}", specs, ka, kb);
+    }
+
+    /// A one-key composite orders exactly as the single-key sort string of `Project.issues`,
+    /// in both directions.
+    #[test]
+    fn one_key_orders_as_a_plain_sort(a in any_text(), x in 0u32..3, b in any_text(), y in 0u32..3, descending: bool) {
+        let key = |t: &str, n| {
+            let part = text(t);
+            composite(&[CompositeKey { value: Some(&part), descending, empty_first: false }], n)
+        };
+        let plain = with_num(&text(&a), x).cmp(&with_num(&text(&b), y));
+        let expected = if descending { plain.reverse() } else { plain };
+        prop_assert_eq!(key(&a, x).cmp(&key(&b, y)), expected);
+    }
+
+    /// Values past a key's exact length are cut: three long keys still fit in 1024 bytes, and
+    /// a key never swaps two values (values that tie once cut leave the order to what
+    /// follows).
+    #[test]
+    fn long_values_fit_and_stay_monotone(a in long_text(), b in long_text(), descending: bool, keys in 1usize..=3) {
+        let (pa, pb) = (text(&a), text(&b));
+        let row = |part: &str| -> String {
+            let key = CompositeKey { value: Some(part), descending, empty_first: false };
+            composite(&vec![key; keys], 7)
+        };
+        let (ka, kb) = (row(&pa), row(&pb));
+        prop_assert!(ka.len() <= MAX_SORT_KEY_BYTES && kb.len() <= MAX_SORT_KEY_BYTES, "{} / {} bytes", ka.len(), kb.len());
+        let by_value = lower(&a).cmp(&lower(&b));
+        let by_value = if descending { by_value.reverse() } else { by_value };
+        prop_assert!(ka.cmp(&kb) == by_value || ka == kb);
+        let exact = composite_exact_bytes(keys, descending);
+        if pa.len() <= exact && pb.len() <= exact {
+            prop_assert_eq!(ka.cmp(&kb), by_value);
+        }
+    }
 }
