@@ -13,7 +13,8 @@
 //! valgrind --tool=callgrind $B run /tmp/grid 60 NUM   # difference / 40 is one page
 //! ```
 //!
-//! `ORDER` is `NUM` or `CF` (the second custom field, descending); pages have 50 rows.
+//! `ORDER` is `NUM`, `CF` (the second custom field, descending) or `FR` (CF with a range on
+//! that field, compare.sh's filtered page); pages have 50 rows.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -30,7 +31,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// Where `seed` leaves the project's id for `run`.
 const PROJECT_FILE: &str = "project-id";
 
-const USAGE: &str = "usage: grid_instructions seed DIR | run DIR PAGES NUM|CF";
+const USAGE: &str = "usage: grid_instructions seed DIR | run DIR PAGES NUM|CF|FR";
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -83,17 +84,44 @@ async fn prepare(
         .await;
     let data = serde_json::to_value(&fields.data)?;
     let project = &data["project"];
-    let order = match order {
-        "NUM" => serde_json::json!({"field": "NUM"}),
-        "CF" => serde_json::json!({
-            "field": "CUSTOM_FIELD",
-            "customFieldId": project["customFields"][1]["id"],
-            "direction": "DESC",
-        }),
+    let field = &project["customFields"][1]["id"];
+    let by_field = serde_json::json!({
+        "field": "CUSTOM_FIELD",
+        "customFieldId": field,
+        "direction": "DESC",
+    });
+    let (order, filter) = match order {
+        "NUM" => (serde_json::json!({"field": "NUM"}), serde_json::Value::Null),
+        "CF" => (by_field, serde_json::Value::Null),
+        // compare.sh's FR page: the CF page with a range on the sorted field.
+        "FR" => (
+            by_field,
+            serde_json::json!({
+                "column": {"field": "CUSTOM_FIELD", "customFieldId": field},
+                "gte": "-500",
+                "lt": "500",
+            }),
+        ),
         _ => return Err(USAGE.into()),
     };
-    let variables = serde_json::json!({"p": project["id"], "first": 50, "order": order});
+    let mut variables = serde_json::json!({"p": project["id"], "first": 50, "order": order});
+    if !filter.is_null() {
+        variables["filter"] = filter;
+    }
     Ok((gateway, async_graphql::Variables::from_json(variables)))
+}
+
+/// The grid page's query; with a `filter` argument for the filtered page.
+fn query(filtered: bool) -> String {
+    if !filtered {
+        return GRID_PAGE_QUERY.to_string();
+    }
+    GRID_PAGE_QUERY
+        .replace(
+            "$order: IssueOrder)",
+            "$order: IssueOrder, $filter: IssueFilter)",
+        )
+        .replace("orderBy: $order)", "orderBy: $order, filter: $filter)")
 }
 
 /// The pages, after three to warm the caches (documents, plans, the file's pages). Kept out
@@ -105,8 +133,12 @@ fn run_pages(
     variables: &async_graphql::Variables,
     pages: usize,
 ) -> Result<(), Box<dyn std::error::Error>> {
+    let filtered = variables
+        .get("filter")
+        .is_some_and(|f| *f != async_graphql::Value::Null);
+    let query = query(filtered);
     for _ in 0..pages + 3 {
-        let request = async_graphql::Request::new(GRID_PAGE_QUERY).variables(variables.clone());
+        let request = async_graphql::Request::new(query.as_str()).variables(variables.clone());
         // As the HTTP handler runs it: rows stay the JSON text they were written as.
         let response = rt.block_on(gateway.execute_encoded(request));
         if !response.errors.is_empty() {
