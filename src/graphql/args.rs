@@ -9,7 +9,7 @@ use async_graphql::{Context, Enum, InputObject, InputType, Name, Value, ID};
 
 use super::error::ApiError;
 use super::request::{referenced_project, FieldTypeCache};
-use crate::filter::{self, CellType, Column, Leaf, Op, Predicate};
+use crate::filter::{CellType, ColumnField, ColumnSpec, FieldTypesOf, Predicate, Spec};
 use crate::ids::{FieldId, ProjectId};
 use crate::model::ProjectData;
 use crate::paging::PageArgs;
@@ -163,32 +163,13 @@ impl IssueFilter {
         project: &ProjectId,
         types: &FieldTypesOf<'_>,
     ) -> Result<Predicate, ApiError> {
-        let mut counts = Counted::default();
-        let fields = Fields { project, types };
-        self.check_at(&fields, "filter", 1, &mut counts)
+        self.to_spec()
+            .check("filter", project, types)
+            .map_err(|e| ApiError::BadUserInput(e.to_string()))
     }
 
-    fn check_at(
-        &self,
-        project: &Fields<'_>,
-        path: &str,
-        depth: usize,
-        counts: &mut Counted,
-    ) -> Result<Predicate, ApiError> {
-        let bad = |message: String| ApiError::BadUserInput(format!("{path}: {message}"));
-        if depth > filter::MAX_DEPTH {
-            return Err(bad(format!(
-                "filters nest at most {} levels deep",
-                filter::MAX_DEPTH
-            )));
-        }
-        counts.nodes += 1;
-        if counts.nodes > filter::MAX_NODES {
-            return Err(bad(format!(
-                "a filter has at most {} objects, combinators included",
-                filter::MAX_NODES
-            )));
-        }
+    /// The filter as `filter` checks (and a saved view keeps) it: field by field, the same.
+    pub fn to_spec(&self) -> Spec {
         let IssueFilter {
             and,
             or,
@@ -205,164 +186,40 @@ impl IssueFilter {
             contains,
             starts_with,
         } = self;
-        let combinators = [and.is_some(), or.is_some(), not.is_some()]
-            .into_iter()
-            .filter(|c| *c)
-            .count();
-        let operators = [
-            eq.is_some(),
-            ne.is_some(),
-            in_.is_some(),
-            lt.is_some(),
-            lte.is_some(),
-            gt.is_some(),
-            gte.is_some(),
-            is_empty.is_some(),
-            contains.is_some(),
-            starts_with.is_some(),
-        ]
-        .into_iter()
-        .any(|o| o);
-        let leaf = column.is_some() || operators;
-        if combinators > 1 || (combinators == 1 && leaf) {
-            return Err(bad(
-                "a filter is either one of `and`, `or`, `not`, or a `column` with operators, never two of these".into(),
-            ));
-        }
-        let list = |filters: &[IssueFilter], name: &str, counts: &mut Counted| {
+        let list = |filters: &Option<Vec<IssueFilter>>| {
             filters
-                .iter()
-                .enumerate()
-                .map(|(i, f)| {
-                    f.check_at(project, &format!("{path}.{name}[{i}]"), depth + 1, counts)
-                })
-                .collect::<Result<Vec<_>, _>>()
+                .as_ref()
+                .map(|fs| fs.iter().map(IssueFilter::to_spec).collect())
         };
-        if let Some(all) = and {
-            return Ok(Predicate::And(list(all, "and", counts)?));
+        Spec {
+            and: list(and),
+            or: list(or),
+            not: not.as_ref().map(|f| Box::new(f.to_spec())),
+            column: column.as_ref().map(IssueColumn::to_spec),
+            eq: eq.clone(),
+            ne: ne.clone(),
+            in_: in_.clone(),
+            lt: lt.clone(),
+            lte: lte.clone(),
+            gt: gt.clone(),
+            gte: gte.clone(),
+            is_empty: *is_empty,
+            contains: contains.clone(),
+            starts_with: starts_with.clone(),
         }
-        if let Some(any) = or {
-            return Ok(Predicate::Or(list(any, "or", counts)?));
-        }
-        if let Some(inner) = not {
-            let inner = inner.check_at(project, &format!("{path}.not"), depth + 1, counts)?;
-            return Ok(Predicate::Not(Box::new(inner)));
-        }
-        let Some(column) = column else {
-            return Err(bad(if operators {
-                "a leaf needs the `column` it tests".into()
-            } else {
-                "an empty filter: give a `column` and at least one operator, or one of `and`, `or`, `not`".into()
-            }));
-        };
-        if !operators {
-            return Err(bad(
-                "a leaf needs at least one operator (`eq`, `ne`, `in`, `lt`, `lte`, `gt`, `gte`, `isEmpty`, `contains`, `startsWith`)".into(),
-            ));
-        }
-        counts.leaves += 1;
-        if counts.leaves > filter::MAX_LEAVES {
-            return Err(bad(format!(
-                "a filter has at most {} leaves",
-                filter::MAX_LEAVES
-            )));
-        }
-        let column = column
-            .check(project)
-            .map_err(|m| bad(format!("column: {m}")))?;
-        let operand = |name: &str, text: &str| {
-            column
-                .operand(text)
-                .map_err(|e| bad(format!("{name}: {e}")))
-        };
-        let mut ops = Vec::new();
-        for (name, value, op) in [
-            ("eq", eq, Op::Eq as fn(String) -> Op),
-            ("ne", ne, Op::Ne),
-            ("lt", lt, Op::Lt),
-            ("lte", lte, Op::Lte),
-            ("gt", gt, Op::Gt),
-            ("gte", gte, Op::Gte),
-        ] {
-            if let Some(text) = value {
-                ops.push(op(operand(name, text)?));
-            }
-        }
-        if let Some(values) = in_ {
-            if values.len() > filter::MAX_IN_VALUES {
-                return Err(bad(format!(
-                    "in: at most {} values, got {}",
-                    filter::MAX_IN_VALUES,
-                    values.len()
-                )));
-            }
-            let values = values
-                .iter()
-                .enumerate()
-                .map(|(i, text)| operand(&format!("in[{i}]"), text))
-                .collect::<Result<Vec<_>, _>>()?;
-            ops.push(Op::In(values));
-        }
-        if let Some(empty) = is_empty {
-            ops.push(Op::IsEmpty(*empty));
-        }
-        for (name, value, op) in [
-            ("contains", contains, Op::Contains as fn(String) -> Op),
-            ("startsWith", starts_with, Op::StartsWith),
-        ] {
-            if let Some(text) = value {
-                if !column.is_text() {
-                    return Err(bad(format!(
-                        "{name}: applies to text columns (NAME and TEXT fields) only"
-                    )));
-                }
-                ops.push(op(filter::fold(text)));
-            }
-        }
-        Ok(Predicate::Leaf(Leaf { column, ops }))
     }
 }
 
-/// The type of each of a project's live fields (`None`: not one of them).
-pub type FieldTypesOf<'a> = dyn Fn(&FieldId) -> Option<CellType> + 'a;
-
-/// What a filter is checked against: its project and the types of the project's fields.
-struct Fields<'a> {
-    project: &'a ProjectId,
-    types: &'a FieldTypesOf<'a>,
-}
-
-/// What a filter's check has met so far, for its limits.
-#[derive(Default)]
-struct Counted {
-    nodes: usize,
-    leaves: usize,
-}
-
 impl IssueColumn {
-    /// The column, checked against the project's fields.
-    fn check(&self, project: &Fields<'_>) -> Result<Column, String> {
-        match (self.field, &self.custom_field_id) {
-            (IssueOrderField::CustomField, None) => Err(
-                "CUSTOM_FIELD needs `customFieldId`, the id of one of the project's custom fields"
-                    .into(),
-            ),
-            (IssueOrderField::CustomField, Some(id)) => {
-                let unknown = || {
-                    format!(
-                        "{} is not a custom field of {}",
-                        id.as_str(),
-                        project.project
-                    )
-                };
-                let id = FieldId::parse(id).map_err(|_| unknown())?;
-                let field_type = (project.types)(&id).ok_or_else(unknown)?;
-                Ok(Column::Custom(id, field_type))
-            }
-            (_, Some(_)) => Err("`customFieldId` only applies to field CUSTOM_FIELD".into()),
-            (IssueOrderField::Num, None) => Ok(Column::Num),
-            (IssueOrderField::Name, None) => Ok(Column::Name),
-            (IssueOrderField::State, None) => Ok(Column::State),
+    fn to_spec(&self) -> ColumnSpec {
+        ColumnSpec {
+            field: match self.field {
+                IssueOrderField::Num => ColumnField::Num,
+                IssueOrderField::Name => ColumnField::Name,
+                IssueOrderField::State => ColumnField::State,
+                IssueOrderField::CustomField => ColumnField::CustomField,
+            },
+            custom_field_id: self.custom_field_id.as_ref().map(|id| id.to_string()),
         }
     }
 }

@@ -16,6 +16,9 @@
 use std::fmt;
 use std::sync::Arc;
 
+mod spec;
+pub use spec::{ColumnField, ColumnSpec, FieldTypesOf, FilterError, Spec};
+
 use crate::ids::FieldId;
 use crate::keys;
 use crate::model::{
