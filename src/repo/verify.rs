@@ -16,8 +16,8 @@ use crate::items::{self, attrs, types, RowChanges};
 use crate::keys;
 use crate::model::{CustomField, Issue, IssueCounts, Project};
 use crate::store::{
-    retry, table, AttrPath, AttributeValue, Condition, DynStore, Item, Key, UpdateAction, WriteOp,
-    MAX_TRANSACT_WRITE,
+    retry, table, AttrPath, AttributeValue, Condition, DynStore, Item, Key, StoreError,
+    UpdateAction, WriteOp, MAX_TRANSACT_WRITE,
 };
 
 /// What is wrong with one row.
@@ -47,7 +47,10 @@ enum Fix {
     SetGsi1sk(String),
     RemoveGsi1sk,
     /// Sets a project's issue counters (see `model::IssueCounts`).
-    SetCounts(Vec<UpdateAction>),
+    /// Set the project's counters (the actions), if they still read as the scan read them
+    /// (the condition): a writer that changed them since keeps its change, and the repair is
+    /// left for the next run.
+    SetCounts(Vec<UpdateAction>, Condition),
     /// Reported only: the repair is a sweep's (or a person's) job.
     None,
 }
@@ -130,11 +133,8 @@ pub async fn reindex(
                 )],
                 condition: Some(Condition::Exists),
             }),
-            Fix::SetCounts(actions) => Some(WriteOp::Update {
-                key: m.key.clone(),
-                actions: actions.clone(),
-                condition: Some(Condition::Exists),
-            }),
+            // Conditioned repairs go alone, below.
+            Fix::SetCounts(..) => None,
             Fix::RemoveGsi1sk => Some(WriteOp::Update {
                 key: m.key.clone(),
                 actions: vec![UpdateAction::Remove(AttrPath::new([attrs::GSI1SK]))],
@@ -158,7 +158,33 @@ pub async fn reindex(
     if !batch.is_empty() {
         store.transact_write(batch).await?;
     }
-    Ok(found.into_iter().filter(|m| m.fix != Fix::None).collect())
+    // Counters: each in its own transaction, conditioned on the values the scan read, since
+    // writers change them all the time; one that moved since is left for the next run (and
+    // left out of what this run repaired).
+    let mut left = Vec::new();
+    for m in &found {
+        let Fix::SetCounts(actions, condition) = &m.fix else {
+            continue;
+        };
+        let op = WriteOp::Update {
+            key: m.key.clone(),
+            actions: actions.clone(),
+            condition: Some(condition.clone()),
+        };
+        match store.transact_write(vec![op]).await {
+            Ok(_) => {}
+            Err(StoreError::ConditionFailed { .. } | StoreError::TransactionConflict(_)) => {
+                tracing::warn!(key = %m.key, "counters changed while reindex ran: run it again");
+                left.push(m.key.clone());
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(found
+        .into_iter()
+        .filter(|m| m.fix != Fix::None)
+        .filter(|m| !(matches!(m.fix, Fix::SetCounts(..)) && left.contains(&m.key)))
+        .collect())
 }
 
 impl Snapshot {
@@ -365,7 +391,40 @@ impl Snapshot {
                 ),
             ),
         };
-        out.push(mismatch(problem, key, &detail, Fix::SetCounts(actions)));
+        // As the scan read them: a counter read as 0 may be absent, and a field counter the
+        // scan did not see must still be absent.
+        let read = |name: &str, n: i64| {
+            let value = number(n);
+            if n == 0 {
+                Condition::equals_or_missing(name, value)
+            } else {
+                Condition::equals(name, value)
+            }
+        };
+        let condition = match &project.counts {
+            None => Condition::AttributeMissing(attrs::COUNTED.into()),
+            Some(read_counts) => {
+                let mut all = vec![
+                    read(attrs::ISSUE_COUNT, read_counts.issues),
+                    read(attrs::OPEN_COUNT, read_counts.open),
+                ];
+                for (field, n) in &read_counts.filled {
+                    all.push(read(&items::filled_attr(field), *n));
+                }
+                for field in expected.filled.keys() {
+                    if !read_counts.filled.contains_key(field) {
+                        all.push(Condition::AttributeMissing(items::filled_attr(field)));
+                    }
+                }
+                Condition::All(all)
+            }
+        };
+        out.push(mismatch(
+            problem,
+            key,
+            &detail,
+            Fix::SetCounts(actions, condition),
+        ));
     }
 
     fn check_issue(&self, out: &mut Vec<Mismatch>, issue: &Issue, sort: Option<&str>) {

@@ -580,7 +580,167 @@ async fn option_edits_race_cell_writes(backend: Backend) {
     eprintln!("OPTIONS backend={backend:?} writes=96 refused={refused} cells={filled}");
 }
 
+/// A store that plays a writer racing `reindex`: just before the transaction that repairs a
+/// project's counters, it adds 1 to the issue count as a concurrent `createIssue` would.
+struct RacingWriter {
+    inner: DynStore,
+    raced: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl gridgate::store::Store for RacingWriter {
+    fn name(&self) -> &'static str {
+        "racing"
+    }
+    async fn get(
+        &self,
+        key: &gridgate::store::Key,
+    ) -> Result<gridgate::store::GetOutput, gridgate::store::StoreError> {
+        self.inner.get(key).await
+    }
+    async fn get_consistent(
+        &self,
+        key: &gridgate::store::Key,
+    ) -> Result<gridgate::store::GetOutput, gridgate::store::StoreError> {
+        self.inner.get_consistent(key).await
+    }
+    async fn batch_get(
+        &self,
+        keys: &[gridgate::store::Key],
+    ) -> Result<gridgate::store::BatchGetOutput, gridgate::store::StoreError> {
+        self.inner.batch_get(keys).await
+    }
+    async fn batch_get_raw(
+        &self,
+        keys: &[gridgate::store::Key],
+    ) -> Result<
+        gridgate::store::BatchGetOutput<gridgate::store::RawItem>,
+        gridgate::store::StoreError,
+    > {
+        self.inner.batch_get_raw(keys).await
+    }
+    async fn query(
+        &self,
+        query: &gridgate::store::Query,
+    ) -> Result<gridgate::store::QueryOutput, gridgate::store::StoreError> {
+        self.inner.query(query).await
+    }
+    async fn query_raw(
+        &self,
+        query: &gridgate::store::Query,
+    ) -> Result<gridgate::store::QueryOutput<gridgate::store::RawItem>, gridgate::store::StoreError>
+    {
+        self.inner.query_raw(query).await
+    }
+    async fn scan(
+        &self,
+        start: Option<&gridgate::store::Key>,
+        limit: Option<u32>,
+    ) -> Result<gridgate::store::ScanOutput, gridgate::store::StoreError> {
+        self.inner.scan(start, limit).await
+    }
+    async fn transact_write(
+        &self,
+        ops: Vec<gridgate::store::WriteOp>,
+    ) -> Result<gridgate::store::WriteOutput, gridgate::store::StoreError> {
+        use gridgate::store::{AttrPath, UpdateAction, WriteOp};
+        let repair = ops.iter().find_map(|op| match op {
+            WriteOp::Update { key, actions, .. }
+                if actions
+                    .iter()
+                    .any(|a| a.path() == &AttrPath::new([items::attrs::ISSUE_COUNT])) =>
+            {
+                Some(key.clone())
+            }
+            _ => None,
+        });
+        if let Some(key) = repair {
+            if !self.raced.swap(true, Ordering::SeqCst) {
+                let add = WriteOp::Update {
+                    key,
+                    actions: vec![UpdateAction::Add(
+                        AttrPath::new([items::attrs::ISSUE_COUNT]),
+                        1,
+                    )],
+                    condition: None,
+                };
+                self.inner.transact_write(vec![add]).await?;
+            }
+        }
+        self.inner.transact_write(ops).await
+    }
+    async fn batch_put(&self, items: Vec<Item>) -> Result<Vec<Item>, gridgate::store::StoreError> {
+        self.inner.batch_put(items).await
+    }
+    async fn ensure_table(&self) -> Result<(), gridgate::store::StoreError> {
+        self.inner.ensure_table().await
+    }
+    async fn ping(&self) -> Result<(), gridgate::store::StoreError> {
+        self.inner.ping().await
+    }
+}
+
+/// `reindex` repairs counters only if they still read as its scan read them: a writer's
+/// increment that lands in between is kept (the repair waits for the next run), never lost.
+async fn reindex_keeps_a_racing_writers_counter_change(backend: Backend) {
+    use gridgate::store::{AttrPath, AttributeValue, UpdateAction, WriteOp};
+    let test_store = TestStore::new(backend).await;
+    let w = writes(&test_store.store);
+    let (project, _) = project_with_field(&w).await;
+    for i in 0..3 {
+        w.create_issue(None, &project, &format!("i{i}"), None, &[])
+            .await
+            .unwrap();
+    }
+    assert_clean(&test_store.store).await;
+    // Counters gone wrong (another tool wrote the table): 99 issues.
+    let data = Repo::new(test_store.store.clone(), Limits::default())
+        .project_data(&ProjectId::parse(&project).unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let key = gridgate::keys::project(&data.project.id, &data.project.tenant);
+    let wrong = WriteOp::Update {
+        key: key.clone(),
+        actions: vec![UpdateAction::Set(
+            AttrPath::new([items::attrs::ISSUE_COUNT]),
+            AttributeValue::N("99".into()),
+        )],
+        condition: None,
+    };
+    test_store.store.transact_write(vec![wrong]).await.unwrap();
+    let racing: DynStore = Arc::new(RacingWriter {
+        inner: test_store.store.clone(),
+        raced: Default::default(),
+    });
+    let repaired = verify::reindex(&racing, None).await.unwrap();
+    assert!(
+        repaired.is_empty(),
+        "the counters' repair waits: {repaired:#?}"
+    );
+    let count = |store: DynStore| {
+        let key = key.clone();
+        async move {
+            let item = store.get_consistent(&key).await.unwrap().item.unwrap();
+            item.get(items::attrs::ISSUE_COUNT).cloned()
+        }
+    };
+    assert_eq!(
+        count(test_store.store.clone()).await,
+        Some(AttributeValue::N("100".into()))
+    );
+    // Once writers are quiet, the next run sets them to what the issues say.
+    let repaired = verify::reindex(&test_store.store, None).await.unwrap();
+    assert_eq!(repaired.len(), 1);
+    assert_eq!(
+        count(test_store.store.clone()).await,
+        Some(AttributeValue::N("3".into()))
+    );
+    assert_clean(&test_store.store).await;
+}
+
 crate::both_stores!(
+    reindex_keeps_a_racing_writers_counter_change,
     option_edits_race_cell_writes,
     concurrent_writers_keep_numbers_unique_and_rows_consistent,
     the_sweeper_takes_over_jobs_of_instances_that_died,
