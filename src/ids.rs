@@ -154,6 +154,10 @@ entity_id!(
     /// `issue-<id>`
     IssueId, "issue", "issue"
 );
+entity_id!(
+    /// `xview-<id>`: a saved view of a project (issue 22).
+    ViewId, "xview", "view"
+);
 
 /// Any id that names a node, routed by its prefix.
 #[derive(Clone, Debug, PartialEq, Eq)]

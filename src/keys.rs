@@ -4,7 +4,7 @@
 //! This is the only module that knows how keys are spelled (`xvalue-…`, `project-…#name`, …);
 //! the sort strings inside `GSI1SK` come from `crate::sortkey`.
 
-use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
+use crate::ids::{FieldId, IssueId, ProjectId, TenantId, ViewId};
 use crate::model::{CustomField, FieldValue, IssueState};
 use crate::sortkey;
 use crate::store::Key;
@@ -35,6 +35,56 @@ pub fn field(project: &ProjectId, field: &FieldId) -> Key {
 /// without knowing the project (see ARCHITECTURE.md, "Additions to the layout").
 pub fn field_lookup(field: &FieldId) -> Key {
     Key::new(field.as_str(), field.as_str())
+}
+
+/// A saved view's definition item, inside its project's partition.
+pub fn view(project: &ProjectId, view: &ViewId) -> Key {
+    Key::new(project.as_str(), view.as_str())
+}
+
+/// The lookup item that maps a view id to its project (as [`field_lookup`] does for fields).
+pub fn view_lookup(view: &ViewId) -> Key {
+    Key::new(view.as_str(), view.as_str())
+}
+
+/// Prefix of a view index row's sort key and `GSI1` partition: `xvrow-<view id part>.<generation>`.
+pub const VIEW_ROW_PREFIX: &str = "xvrow-";
+
+/// `GSI1` partition holding the rows of generation `generation` of a view's index (also their
+/// table `SK`): each index of a view has its own partition, so a rebuilt index fills beside
+/// the one that serves.
+pub fn view_partition(view: &ViewId, generation: u32) -> String {
+    format!("{VIEW_ROW_PREFIX}{}.{generation}", view.part())
+}
+
+/// An issue's row in generation `generation` of a view's index.
+pub fn view_row(issue: &IssueId, view: &ViewId, generation: u32) -> Key {
+    Key::new(issue.as_str(), view_partition(view, generation))
+}
+
+/// The most keys a view sorts by.
+pub const MAX_VIEW_KEYS: usize = sortkey::MAX_COMPOSITE_KEYS;
+
+/// One key of a view row's sort string: the cell's value part (`None`: empty), its direction
+/// and where empty cells go.
+pub struct ViewKeyPart {
+    pub value: Option<String>,
+    pub descending: bool,
+    pub empty_first: bool,
+}
+
+/// `GSI1SK` of a view index row: the composite of its keys, then the num (see
+/// `sortkey::composite`).
+pub fn view_sort(parts: &[ViewKeyPart], num: u32) -> String {
+    let keys: Vec<sortkey::CompositeKey<'_>> = parts
+        .iter()
+        .map(|p| sortkey::CompositeKey {
+            value: p.value.as_deref(),
+            descending: p.descending,
+            empty_first: p.empty_first,
+        })
+        .collect();
+    sortkey::composite(&keys, num)
 }
 
 /// An issue's source item; its `SK` is the owning project.

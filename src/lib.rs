@@ -21,3 +21,4 @@ pub mod seed;
 pub mod sortkey;
 pub mod store;
 pub mod telemetry;
+pub mod view;

@@ -9,7 +9,7 @@ use std::str::FromStr;
 use bigdecimal::{BigDecimal, Zero};
 use chrono::NaiveDate;
 
-use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
+use crate::ids::{FieldId, IssueId, ProjectId, TenantId, ViewId};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Tenant {
@@ -189,6 +189,62 @@ pub struct ProjectData {
     /// Deleted fields whose cells a sweep is still removing: invisible to the API, but their
     /// types still derive (and so remove) their index rows.
     pub retired: Vec<CustomField>,
+    /// The project's saved views, by position (deleted ones left out).
+    pub views: Vec<View>,
+}
+
+/// A saved view (issue 22): a named list of the project's issues in its own order, filtered,
+/// served from its own index. `serving` is the index pages read; `building` one being filled
+/// beside it (the first, or a new order or filter), which replaces it once complete.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct View {
+    pub id: ViewId,
+    pub project: ProjectId,
+    pub name: String,
+    /// The custom fields a frontend shows, in order.
+    pub columns: Vec<FieldId>,
+    pub position: u32,
+    pub version: u64,
+    pub serving: Option<ViewIndex>,
+    pub building: Option<ViewIndex>,
+    pub deleted: bool,
+}
+
+impl View {
+    /// The indexes writers keep: the serving one and the one being built.
+    pub fn indexes(&self) -> impl Iterator<Item = &ViewIndex> {
+        self.serving.iter().chain(&self.building)
+    }
+}
+
+/// One index of a view: its generation (which names its `GSI1` partition), its keys and its
+/// filter, as the view was given them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ViewIndex {
+    pub generation: u32,
+    /// One to three keys.
+    pub keys: Vec<ViewKey>,
+    /// The filter as written (`filter::Spec`'s JSON), checked against the project's fields
+    /// whenever rows are derived.
+    pub filter: Option<String>,
+}
+
+/// One sort key of a view.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ViewKey {
+    pub column: ViewColumn,
+    pub descending: bool,
+    /// Issues without a value go first (else last), whatever the direction.
+    pub empty_first: bool,
+}
+
+/// A column a view sorts by.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ViewColumn {
+    Num,
+    Name,
+    State,
+    Custom(FieldId),
 }
 
 impl ProjectData {

@@ -136,7 +136,7 @@ impl Column {
 
     /// The column's value in `issue` as a sort string's value part (`None`: an empty cell, or
     /// a stored text that is not a value of the field's type, which compares as nothing).
-    fn encoded(&self, issue: &Issue) -> Option<String> {
+    pub(crate) fn encoded(&self, issue: &Issue) -> Option<String> {
         match self {
             Column::Num => Some(keys::num_part(issue.num)),
             Column::Name => Some(keys::text_part(&issue.name)),

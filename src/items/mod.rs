@@ -36,6 +36,9 @@ pub mod types {
     pub const ISSUE_SORT: &str = "IssueSort";
     pub const MUTATION: &str = "MutationRecord";
     pub const SWEEP: &str = "Sweep";
+    pub const VIEW: &str = "View";
+    pub const VIEW_LOOKUP: &str = "ViewLookup";
+    pub const VIEW_ROW: &str = "ViewRow";
 }
 
 /// An item that could not be read as the entity it claims to be.
@@ -124,10 +127,12 @@ macro_rules! entity {
 
 mod mutation;
 mod sweep;
+mod view;
 pub(crate) use mutation::MutationRecordAttr;
 pub use mutation::{decode_mutation_record, mutation_record_item, MutationRecord};
 pub(crate) use sweep::SweepAttr;
 pub use sweep::{decode_sweep, sweep_item, SweepJob, SweepTarget};
+pub use view::{decode_view_owned, view_items, view_row_item};
 
 entity! {
     struct TenantItem, enum TenantAttr {

@@ -317,6 +317,9 @@ fn declared_by_index_rows(attr: IssueAttr) -> bool {
 pub enum PartitionRow {
     Project(Project),
     Field(CustomField),
+    /// A saved view's definition: read by serde, not by the one pass (a project has at most
+    /// 20, and their keys and filters are JSON inside an attribute).
+    View(crate::model::View),
     Other,
 }
 
@@ -334,7 +337,11 @@ pub fn decode_partition_row(
     let item = match raw {
         RawItem::Map(item) => item,
         RawItem::Text { text, .. } => match partition_row_from_text(&text) {
-            Ok(row) => return Ok(row),
+            Ok(TextRow::Read(row)) => return Ok(row),
+            // The one pass leaves views to serde by design: not a fall-back.
+            Ok(TextRow::View) => {
+                ddbjson::item(&text).map_err(|e| not_json("project partition row", &e))?
+            }
             Err(miss) => {
                 count_fallback(fallbacks, Fallback::PartitionText(miss));
                 ddbjson::item(&text).map_err(|e| not_json("project partition row", &e))?
@@ -344,8 +351,20 @@ pub fn decode_partition_row(
     Ok(match item_type(&item) {
         Some(types::PROJECT) => PartitionRow::Project(decode_project_owned(item)?),
         Some(types::CUSTOM_FIELD) => PartitionRow::Field(decode_field_owned(item)?),
+        Some(types::VIEW) => PartitionRow::View(super::decode_view_owned(item)?),
         _ => PartitionRow::Other,
     })
+}
+
+/// What the one pass over a partition row's text gives: the row, or word that it is a view's
+/// definition, which serde reads.
+// Returned by value once per row and taken apart at once, never stored: boxing the row would
+// cost an allocation per row of every grid page.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, PartialEq)]
+enum TextRow {
+    Read(PartitionRow),
+    View,
 }
 
 /// A whole number as serde reads one from an `N`, when it is written plainly (digits, no
@@ -410,7 +429,7 @@ fn set_once<T>(slot: &mut Option<T>, value: Option<T>) -> Result<(), TextMiss> {
 
 /// The row a partition item's text holds when every attribute is as a writer leaves it;
 /// otherwise why it needs the attribute map's judgement.
-fn partition_row_from_text(text: &str) -> Result<PartitionRow, TextMiss> {
+fn partition_row_from_text(text: &str) -> Result<TextRow, TextMiss> {
     let mut p = PartitionParts::default();
     let pass = Reader::new(text).item(|r, name| {
         let (s, n) = match r.scalar()? {
@@ -504,13 +523,19 @@ fn partition_row_from_text(text: &str) -> Result<PartitionRow, TextMiss> {
         return Err(miss);
     }
     match p.kind.as_deref() {
+        // Read by the caller the general way (see `decode_partition_row`).
+        Some(types::VIEW) => Ok(TextRow::View),
         // An attribute its entity does not declare goes the general way, not ignored here.
         Some(types::PROJECT) if p.field_only || p.unknown => Err(TextMiss::UnknownAttribute),
         Some(types::CUSTOM_FIELD) if p.project_only || p.unknown => Err(TextMiss::UnknownAttribute),
         // A row of another type is no entity this pass reads, whatever it holds.
-        Some(types::PROJECT) => project_from_parts(p).map(PartitionRow::Project),
-        Some(types::CUSTOM_FIELD) => field_from_parts(p).map(PartitionRow::Field),
-        Some(_) => Ok(PartitionRow::Other),
+        Some(types::PROJECT) => {
+            project_from_parts(p).map(|r| TextRow::Read(PartitionRow::Project(r)))
+        }
+        Some(types::CUSTOM_FIELD) => {
+            field_from_parts(p).map(|r| TextRow::Read(PartitionRow::Field(r)))
+        }
+        Some(_) => Ok(TextRow::Read(PartitionRow::Other)),
         None => Err(TextMiss::MissingAttribute),
     }
 }
@@ -772,17 +797,20 @@ mod tests {
         let text = serde_json::to_string(&project_item(&project)).unwrap();
         assert_eq!(
             partition_row_from_text(&text).unwrap(),
-            PartitionRow::Project(project)
+            TextRow::Read(PartitionRow::Project(project))
         );
         let field = sample_issue().1[0].clone();
         let [definition, lookup] = field_items(&field);
         let text = serde_json::to_string(&definition).unwrap();
         assert_eq!(
             partition_row_from_text(&text).unwrap(),
-            PartitionRow::Field(field)
+            TextRow::Read(PartitionRow::Field(field))
         );
         let text = serde_json::to_string(&lookup).unwrap();
-        assert_eq!(partition_row_from_text(&text).unwrap(), PartitionRow::Other);
+        assert_eq!(
+            partition_row_from_text(&text).unwrap(),
+            TextRow::Read(PartitionRow::Other)
+        );
     }
 
     /// Rows of a batch that name other projects and fields than the rows before them keep

@@ -377,19 +377,24 @@ impl Repo {
         let mut project = None;
         let mut fields = Vec::new();
         let mut retired = Vec::new();
+        let mut views = Vec::new();
         for raw in found {
             match items::decode_partition_row(raw, self.fallbacks())? {
                 PartitionRow::Project(found) => project = Some(found),
                 PartitionRow::Field(field) if field.deleted => retired.push(field),
                 PartitionRow::Field(field) => fields.push(field),
+                PartitionRow::View(view) if view.deleted => {}
+                PartitionRow::View(view) => views.push(view),
                 PartitionRow::Other => {}
             }
         }
         fields.sort_by(|a, b| (a.position, &a.id).cmp(&(b.position, &b.id)));
+        views.sort_by(|a, b| (a.position, &a.id).cmp(&(b.position, &b.id)));
         Ok(project.map(|project| ProjectData {
             project,
             fields,
             retired,
+            views,
         }))
     }
 

@@ -1,0 +1,232 @@
+//! Saved views' indexes (issue 22): an index once checked against its project's fields (its
+//! keys' columns and its filter's predicate), and the one row an issue derives in it. Writers,
+//! the build of an index and `verify` all derive rows with [`CheckedIndex::row`], so they
+//! cannot disagree on which issues a view holds or where.
+
+use crate::filter::{CellType, Column, FilterError, Predicate, Spec};
+use crate::ids::{FieldId, ViewId};
+use crate::items;
+use crate::keys::{self, ViewKeyPart};
+use crate::model::{Issue, ProjectData, View, ViewColumn, ViewIndex};
+use crate::store::Item;
+
+/// At most this many views in a project.
+pub const MAX_VIEWS: usize = 20;
+
+/// Why a view's index does not check against its project's fields.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ViewError {
+    #[error("key {0}: {1} is not a custom field of the project")]
+    UnknownKeyField(usize, FieldId),
+    #[error("{0}")]
+    Filter(#[from] FilterError),
+    #[error("the stored filter is unreadable: {0}")]
+    UnreadableFilter(String),
+}
+
+/// One index of a view, checked against its project's fields.
+#[derive(Clone, Debug)]
+pub struct CheckedIndex {
+    pub view: ViewId,
+    pub generation: u32,
+    keys: Vec<(Column, bool, bool)>,
+    filter: Option<Predicate>,
+}
+
+impl CheckedIndex {
+    /// `index` of `view`, checked against `project`'s live fields.
+    pub fn check(
+        view: &View,
+        index: &ViewIndex,
+        project: &ProjectData,
+    ) -> Result<CheckedIndex, ViewError> {
+        let keys = index
+            .keys
+            .iter()
+            .take(keys::MAX_VIEW_KEYS)
+            .enumerate()
+            .map(|(i, key)| {
+                let column = match &key.column {
+                    ViewColumn::Num => Column::Num,
+                    ViewColumn::Name => Column::Name,
+                    ViewColumn::State => Column::State,
+                    ViewColumn::Custom(id) => {
+                        let field = project
+                            .field(id)
+                            .ok_or_else(|| ViewError::UnknownKeyField(i, id.clone()))?;
+                        Column::Custom(id.clone(), CellType::of(field))
+                    }
+                };
+                Ok((column, key.descending, key.empty_first))
+            })
+            .collect::<Result<Vec<_>, ViewError>>()?;
+        let filter = match &index.filter {
+            None => None,
+            Some(text) => {
+                let spec: Spec = serde_json::from_str(text)
+                    .map_err(|e| ViewError::UnreadableFilter(e.to_string()))?;
+                let types = |id: &FieldId| project.field(id).map(CellType::of);
+                Some(spec.check("filter", &project.project.id, &types)?)
+            }
+        };
+        Ok(CheckedIndex {
+            view: view.id.clone(),
+            generation: index.generation,
+            keys,
+            filter,
+        })
+    }
+
+    /// The index's `GSI1` partition.
+    pub fn partition(&self) -> String {
+        keys::view_partition(&self.view, self.generation)
+    }
+
+    /// Whether `issue` belongs in the index (its filter holds).
+    pub fn holds(&self, issue: &Issue) -> bool {
+        self.filter.as_ref().is_none_or(|f| f.matches(issue))
+    }
+
+    /// The index's sort string for `issue`: its keys' cells, then its num.
+    pub fn sort(&self, issue: &Issue) -> String {
+        let parts: Vec<ViewKeyPart> = self
+            .keys
+            .iter()
+            .map(|(column, descending, empty_first)| ViewKeyPart {
+                value: column.encoded(issue),
+                descending: *descending,
+                empty_first: *empty_first,
+            })
+            .collect();
+        keys::view_sort(&parts, issue.num)
+    }
+
+    /// The row `issue` has in the index, if its filter holds.
+    pub fn row(&self, issue: &Issue) -> Option<Item> {
+        self.holds(issue)
+            .then(|| items::view_row_item(&issue.id, &self.view, self.generation, self.sort(issue)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{IssueId, ProjectId, TenantId};
+    use crate::model::{CustomField, FieldType, IssueState, Project, ViewKey};
+    use proptest::prelude::*;
+    use std::cmp::Ordering;
+
+    fn project(field: &FieldId) -> ProjectData {
+        let id = ProjectId::parse("project-35e9").unwrap();
+        ProjectData {
+            project: Project {
+                id: id.clone(),
+                tenant: TenantId::parse("tenant-0807").unwrap(),
+                name: "P".into(),
+                next_issue_num: 1,
+                version: 1,
+                fields_version: 0,
+                deleted: false,
+                counts: None,
+            },
+            fields: vec![CustomField {
+                id: field.clone(),
+                project: id,
+                name: "Estimate".into(),
+                field_type: FieldType::Int,
+                position: 1,
+                version: 1,
+                deleted: false,
+                options: Vec::new(),
+            }],
+            retired: Vec::new(),
+            views: Vec::new(),
+        }
+    }
+
+    fn view(keys: Vec<ViewKey>, filter: Option<&str>) -> (View, ViewIndex) {
+        let index = ViewIndex {
+            generation: 1,
+            keys,
+            filter: filter.map(str::to_string),
+        };
+        let view = View {
+            id: ViewId::parse("xview-01").unwrap(),
+            project: ProjectId::parse("project-35e9").unwrap(),
+            name: "V".into(),
+            columns: Vec::new(),
+            position: 1,
+            version: 1,
+            serving: Some(index.clone()),
+            building: None,
+            deleted: false,
+        };
+        (view, index)
+    }
+
+    proptest! {
+        /// The index's rows, read in sort-string order, are the filter's issues in the view's
+        /// order: its keys (each in its direction, empty cells first or last), then num in
+        /// the first key's direction.
+        #[test]
+        fn rows_order_as_the_view_says(
+            cells in prop::collection::vec((prop::option::of(-3i64..3), "[a-c]{1,2}", any::<bool>()), 1..25),
+            int_desc: bool, empty_first: bool, name_desc: bool,
+        ) {
+            let field = FieldId::parse("xattrib-3812").unwrap();
+            let data = project(&field);
+            let keys = vec![
+                ViewKey { column: ViewColumn::Custom(field.clone()), descending: int_desc, empty_first },
+                ViewKey { column: ViewColumn::Name, descending: name_desc, empty_first: false },
+            ];
+            let (view, index) = view(keys, Some(r#"{"column":{"field":"STATE"},"eq":"OPEN"}"#));
+            let checked = CheckedIndex::check(&view, &index, &data).unwrap();
+            let issues: Vec<Issue> = cells.iter().enumerate().map(|(i, (value, name, open))| Issue {
+                id: IssueId::generate(),
+                project: data.project.id.clone(),
+                num: i as u32 + 1,
+                name: name.clone(),
+                state: if *open { IssueState::Open } else { IssueState::Closed },
+                values: value.iter().map(|v| (field.clone(), v.to_string().into())).collect(),
+                version: 1,
+            }).collect();
+            let mut rows: Vec<(String, u32)> = issues
+                .iter()
+                .filter_map(|issue| checked.row(issue).map(|_| (checked.sort(issue), issue.num)))
+                .collect();
+            rows.sort();
+            let got: Vec<u32> = rows.into_iter().map(|(_, num)| num).collect();
+            let mut expected: Vec<&Issue> = issues.iter().filter(|i| i.state == IssueState::Open).collect();
+            let value = |i: &Issue| i.values.get(&field).map(|v| v.parse::<i64>().unwrap());
+            expected.sort_by(|a, b| {
+                let by_value = match (value(a), value(b)) {
+                    (None, None) => Ordering::Equal,
+                    (None, Some(_)) => if empty_first { Ordering::Less } else { Ordering::Greater },
+                    (Some(_), None) => if empty_first { Ordering::Greater } else { Ordering::Less },
+                    (Some(x), Some(y)) => if int_desc { y.cmp(&x) } else { x.cmp(&y) },
+                };
+                let by_name = if name_desc { b.name.cmp(&a.name) } else { a.name.cmp(&b.name) };
+                let by_num = if int_desc { b.num.cmp(&a.num) } else { a.num.cmp(&b.num) };
+                by_value.then(by_name).then(by_num)
+            });
+            let expected: Vec<u32> = expected.into_iter().map(|i| i.num).collect();
+            prop_assert_eq!(got, expected);
+        }
+    }
+
+    #[test]
+    fn an_index_on_a_field_the_project_lacks_does_not_check() {
+        let field = FieldId::parse("xattrib-3812").unwrap();
+        let other = FieldId::parse("xattrib-0000").unwrap();
+        let (view, index) = view(
+            vec![ViewKey {
+                column: ViewColumn::Custom(other.clone()),
+                descending: false,
+                empty_first: false,
+            }],
+            None,
+        );
+        let err = CheckedIndex::check(&view, &index, &project(&field)).unwrap_err();
+        assert_eq!(err, ViewError::UnknownKeyField(0, other));
+    }
+}
