@@ -44,6 +44,9 @@ pub struct IssueCounts {
     pub issues: i64,
     pub open: i64,
     pub filled: BTreeMap<FieldId, i64>,
+    /// The issues in each index of the project's saved views, by the index's `GSI1` partition
+    /// (not counted by [`IssueCounts::of`], which sees issues, not views).
+    pub matched: BTreeMap<String, i64>,
 }
 
 impl IssueCounts {

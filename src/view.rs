@@ -108,6 +108,31 @@ impl CheckedIndex {
     }
 }
 
+/// Every index the project's views keep (serving and building), checked. An index that no
+/// longer checks (a field it names was deleted) keeps no rows: dropping such keys and leaves
+/// and rebuilding the view is the field deletion's part (issue 22).
+pub fn indexes(project: &ProjectData) -> Vec<CheckedIndex> {
+    project
+        .views
+        .iter()
+        .flat_map(|view| view.indexes().map(move |index| (view, index)))
+        .filter_map(|(view, index)| CheckedIndex::check(view, index, project).ok())
+        .collect()
+}
+
+/// The rows `issue` has in the project's view indexes.
+pub fn rows(issue: &Issue, indexes: &[CheckedIndex]) -> Vec<Item> {
+    indexes
+        .iter()
+        .filter_map(|index| index.row(issue))
+        .collect()
+}
+
+/// Whether a row (by its table `SK`) is a view index row, and of which index partition.
+pub fn row_partition(sk: &str) -> Option<&str> {
+    sk.starts_with(keys::VIEW_ROW_PREFIX).then_some(sk)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

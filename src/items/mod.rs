@@ -172,6 +172,9 @@ entity! {
         /// the issues with a value in that field. Readers test the prefix; `of` names only the
         /// bare prefix, which no writer writes.
         Filled "Filled:",
+        /// A family like `Filled`: this prefix, then a view index's `GSI1` partition
+        /// (`Matched:xvrow-…`), counts the issues in that index.
+        Matched "Matched:",
     }
 }
 
@@ -376,6 +379,9 @@ pub fn project_item(project: &Project) -> Item {
         for (field, n) in &counts.filled {
             item.insert(filled_attr(field), number_i64(*n));
         }
+        for (partition, n) in &counts.matched {
+            item.insert(matched_attr(partition), number_i64(*n));
+        }
     }
     item
 }
@@ -385,33 +391,50 @@ pub fn filled_attr(field: &FieldId) -> String {
     format!("{}{field}", attrs::FILLED_PREFIX)
 }
 
+/// The attribute of a project item that counts the issues in the view index whose `GSI1`
+/// partition is `partition`.
+pub fn matched_attr(partition: &str) -> String {
+    format!("{}{partition}", attrs::MATCHED_PREFIX)
+}
+
 fn number_i64(n: i64) -> AttributeValue {
     AttributeValue::N(n.to_string())
 }
 
-/// Takes a project item's per-field counters out of it (they are not serde's to read).
-fn take_filled(item: &mut Item) -> Result<BTreeMap<FieldId, i64>, String> {
+/// Takes a family of a project item's counters (attributes named `prefix` and a name) out of
+/// it: they are not serde's to read.
+fn take_family(item: &mut Item, prefix: &str) -> Result<BTreeMap<String, i64>, String> {
     let names: Vec<String> = item
         .keys()
-        .filter(|name| name.starts_with(attrs::FILLED_PREFIX))
+        .filter(|name| name.starts_with(prefix))
         .cloned()
         .collect();
-    let mut filled = BTreeMap::new();
+    let mut family = BTreeMap::new();
     for name in names {
         let Some(value) = item.remove(&name) else {
             continue;
         };
-        let field = FieldId::parse(&name[attrs::FILLED_PREFIX.len()..])
-            .map_err(|e| format!("{name}: {e}"))?;
         let n = match value {
             AttributeValue::N(n) => n
                 .parse::<i64>()
                 .map_err(|_| format!("{name}: {n} is not a count"))?,
             _ => return Err(format!("{name} is not a number")),
         };
-        filled.insert(field, n);
+        family.insert(name[prefix.len()..].to_string(), n);
     }
-    Ok(filled)
+    Ok(family)
+}
+
+/// Takes a project item's per-field counters out of it.
+fn take_filled(item: &mut Item) -> Result<BTreeMap<FieldId, i64>, String> {
+    take_family(item, attrs::FILLED_PREFIX)?
+        .into_iter()
+        .map(|(field, n)| {
+            FieldId::parse(&field)
+                .map(|f| (f, n))
+                .map_err(|e| format!("{}{field}: {e}", attrs::FILLED_PREFIX))
+        })
+        .collect()
 }
 
 pub fn decode_project(item: &Item) -> Result<Project, ItemError> {
@@ -424,6 +447,8 @@ pub fn decode_project_owned(item: Item) -> Result<Project, ItemError> {
     check_type(&item, types::PROJECT, E)?;
     let mut item = item;
     let filled = take_filled(&mut item).map_err(|reason| ItemError::new(&item, E, reason))?;
+    let matched = take_family(&mut item, attrs::MATCHED_PREFIX)
+        .map_err(|reason| ItemError::new(&item, E, reason))?;
     let raw: ProjectItem = from_owned_item(item, E)?;
     let bad = |e: crate::ids::IdError| ItemError::keyed(&raw.pk, &raw.sk, E, e.to_string());
     Ok(Project {
@@ -438,6 +463,7 @@ pub fn decode_project_owned(item: Item) -> Result<Project, ItemError> {
             issues: raw.issue_count.unwrap_or(0),
             open: raw.open_count.unwrap_or(0),
             filled,
+            matched,
         }),
     })
 }
@@ -748,6 +774,7 @@ pub mod attrs {
     pub const COUNTED: &str = ProjectAttr::Counted.name();
     /// With a field id after it: a project's count of the issues with a value in that field.
     pub const FILLED_PREFIX: &str = ProjectAttr::Filled.name();
+    pub const MATCHED_PREFIX: &str = ProjectAttr::Matched.name();
 }
 
 /// The puts and deletes that turn one set of derived rows into another.

@@ -407,6 +407,7 @@ struct PartitionParts<'a> {
     open_count: Option<i64>,
     counted: Option<u64>,
     filled: BTreeMap<FieldId, i64>,
+    matched: BTreeMap<String, i64>,
     /// Whether an attribute only projects declare was read, one only custom fields do, and
     /// one neither declares.
     project_only: bool,
@@ -443,6 +444,9 @@ fn partition_row_from_text(text: &str) -> Result<TextRow, TextMiss> {
         let filled = name
             .strip_prefix(ProjectAttr::Filled.name())
             .filter(|field| !field.is_empty());
+        let matched = name
+            .strip_prefix(ProjectAttr::Matched.name())
+            .filter(|partition| !partition.is_empty());
         let read = match (ProjectAttr::of(&name), CustomFieldAttr::of(&name)) {
             // The family of per-field counters (see `ProjectAttr::Filled`).
             _ if filled.is_some() => {
@@ -453,6 +457,19 @@ fn partition_row_from_text(text: &str) -> Result<TextRow, TextMiss> {
                         None => Ok(()),
                         Some(_) => Err(TextMiss::RepeatedAttribute),
                     },
+                    _ => Err(TextMiss::OddValue),
+                }
+            }
+            // The family of view index counters (see `ProjectAttr::Matched`).
+            _ if matched.is_some() => {
+                p.project_only = true;
+                match (matched, n.as_deref().and_then(signed_number)) {
+                    (Some(partition), Some(count)) => {
+                        match p.matched.insert(partition.to_string(), count) {
+                            None => Ok(()),
+                            Some(_) => Err(TextMiss::RepeatedAttribute),
+                        }
+                    }
                     _ => Err(TextMiss::OddValue),
                 }
             }
@@ -486,8 +503,9 @@ fn partition_row_from_text(text: &str) -> Result<TextRow, TextMiss> {
                     ProjectAttr::Counted => {
                         set_once(&mut p.counted, n.as_deref().and_then(plain_number))
                     }
-                    // The bare prefix, without a field id: the general way decides.
-                    ProjectAttr::Filled => Err(TextMiss::OddValue),
+                    // The bare prefixes, without a field id or partition: the general way
+                    // decides.
+                    ProjectAttr::Filled | ProjectAttr::Matched => Err(TextMiss::OddValue),
                 }
             }
             (None, Some(attr)) => {
@@ -565,6 +583,7 @@ fn project_from_parts(p: PartitionParts<'_>) -> Result<Project, TextMiss> {
             issues: p.issue_count.unwrap_or(0),
             open: p.open_count.unwrap_or(0),
             filled: p.filled,
+            matched: p.matched,
         }),
     })
 }

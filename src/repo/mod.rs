@@ -514,7 +514,12 @@ impl Repo {
         rows.retain(|item| {
             matches!(
                 items::item_type(item),
-                Some(items::types::ISSUE | items::types::FIELD_VALUE | items::types::ISSUE_SORT)
+                Some(
+                    items::types::ISSUE
+                        | items::types::FIELD_VALUE
+                        | items::types::ISSUE_SORT
+                        | items::types::VIEW_ROW
+                )
             )
         });
         let Some(source) = rows

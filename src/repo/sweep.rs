@@ -645,13 +645,25 @@ impl Run<'_> {
         let rows = retry::query_all(self.store().as_ref(), &query).await?;
         let mut keys_to_delete = Vec::new();
         for row in &rows {
-            if items::item_type(row) == Some(items::types::CUSTOM_FIELD) {
-                if let Some(key) = items::item_key(row) {
+            let Some(key) = items::item_key(row) else {
+                continue;
+            };
+            match items::item_type(row) {
+                Some(items::types::CUSTOM_FIELD) => {
                     if let Ok(field) = FieldId::parse(&key.sk) {
                         keys_to_delete.push(keys::field_lookup(&field));
                     }
                     keys_to_delete.push(key);
                 }
+                // Saved views and their lookups go with the project (their index rows went
+                // with the issues' partitions).
+                Some(items::types::VIEW) => {
+                    if let Ok(view) = crate::ids::ViewId::parse(&key.sk) {
+                        keys_to_delete.push(keys::view_lookup(&view));
+                    }
+                    keys_to_delete.push(key);
+                }
+                _ => {}
             }
         }
         self.delete_keys(&keys_to_delete).await

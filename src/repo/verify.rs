@@ -14,11 +14,12 @@ use super::RepoError;
 use crate::ids::{FieldId, IssueId, ProjectId};
 use crate::items::{self, attrs, types, RowChanges};
 use crate::keys;
-use crate::model::{CustomField, Issue, IssueCounts, Project};
+use crate::model::{CustomField, Issue, IssueCounts, Project, ProjectData};
 use crate::store::{
     retry, table, AttrPath, AttributeValue, Condition, DynStore, Item, Key, StoreError,
     UpdateAction, WriteOp, MAX_TRANSACT_WRITE,
 };
+use crate::view;
 
 /// What is wrong with one row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -76,6 +77,9 @@ struct Snapshot {
     /// Index rows (IssueSort, FieldValue) by their issue id.
     index_rows: BTreeMap<String, Vec<Item>>,
     pending_sweeps: HashSet<String>,
+    /// Each project's saved views, and their indexes once checked (see [`Snapshot::prepare`]).
+    views: HashMap<ProjectId, Vec<crate::model::View>>,
+    view_indexes: HashMap<ProjectId, Vec<view::CheckedIndex>>,
 }
 
 fn gsi1sk(item: &Item) -> Option<String> {
@@ -103,6 +107,7 @@ pub async fn verify(
     if let Some(e) = bad.into_iter().next() {
         return Err(e);
     }
+    snapshot.prepare();
     Ok(snapshot.check(only))
 }
 
@@ -212,7 +217,16 @@ impl Snapshot {
                 let issue = items::decode_issue(item)?;
                 self.issues.insert(issue.id.clone(), (issue, sort));
             }
-            Some(types::FIELD_VALUE | types::ISSUE_SORT) => {
+            Some(types::VIEW) => {
+                let found = items::decode_view_owned(item)?;
+                if !found.deleted {
+                    self.views
+                        .entry(found.project.clone())
+                        .or_default()
+                        .push(found);
+                }
+            }
+            Some(types::FIELD_VALUE | types::ISSUE_SORT | types::VIEW_ROW) => {
                 if let Some(pk) = items::item_pk(&item) {
                     self.index_rows
                         .entry(pk.to_string())
@@ -229,6 +243,27 @@ impl Snapshot {
             _ => {}
         }
         Ok(())
+    }
+
+    /// Checks every project's view indexes against its live fields, once, for the issues'
+    /// checks to derive their view rows with.
+    fn prepare(&mut self) {
+        for (id, (project, _)) in &self.projects {
+            let data = ProjectData {
+                project: project.clone(),
+                fields: self
+                    .fields
+                    .get(id)
+                    .into_iter()
+                    .flatten()
+                    .filter(|f| !f.deleted)
+                    .cloned()
+                    .collect(),
+                retired: Vec::new(),
+                views: self.views.get(id).cloned().unwrap_or_default(),
+            };
+            self.view_indexes.insert(id.clone(), view::indexes(&data));
+        }
     }
 
     fn check(&self, only: Option<&ProjectId>) -> Vec<Mismatch> {
@@ -349,9 +384,20 @@ impl Snapshot {
         expected
             .filled
             .retain(|field, n| live.contains(field) && *n != 0);
+        for index in self.view_indexes.get(&project.id).into_iter().flatten() {
+            let n = self
+                .issues
+                .values()
+                .filter(|(issue, _)| issue.project == project.id && index.holds(issue))
+                .count();
+            if n > 0 {
+                expected.matched.insert(index.partition(), n as i64);
+            }
+        }
         let mut actual = project.counts.clone();
         if let Some(actual) = &mut actual {
             actual.filled.retain(|_, n| *n != 0);
+            actual.matched.retain(|_, n| *n != 0);
         }
         if actual.as_ref() == Some(&expected) {
             return;
@@ -370,6 +416,16 @@ impl Snapshot {
             if !expected.filled.contains_key(field) {
                 actions.push(UpdateAction::Remove(AttrPath::new([items::filled_attr(
                     field,
+                )])));
+            }
+        }
+        for (partition, n) in &expected.matched {
+            actions.push(set(&items::matched_attr(partition), *n));
+        }
+        for partition in project.counts.iter().flat_map(|c| c.matched.keys()) {
+            if !expected.matched.contains_key(partition) {
+                actions.push(UpdateAction::Remove(AttrPath::new([items::matched_attr(
+                    partition,
                 )])));
             }
         }
@@ -414,6 +470,14 @@ impl Snapshot {
                 for field in expected.filled.keys() {
                     if !read_counts.filled.contains_key(field) {
                         all.push(Condition::AttributeMissing(items::filled_attr(field)));
+                    }
+                }
+                for (partition, n) in &read_counts.matched {
+                    all.push(read(&items::matched_attr(partition), *n));
+                }
+                for partition in expected.matched.keys() {
+                    if !read_counts.matched.contains_key(partition) {
+                        all.push(Condition::AttributeMissing(items::matched_attr(partition)));
                     }
                 }
                 Condition::All(all)
@@ -495,7 +559,10 @@ impl Snapshot {
                 .get(&key.sk)
                 .is_some_and(|parts| parts.iter().any(|p| sort.starts_with(p.as_str())))
         };
-        let expected_rows = items::issue_items_lenient(issue, &live);
+        let mut expected_rows = items::issue_items_lenient(issue, &live);
+        if let Some(indexes) = self.view_indexes.get(&issue.project) {
+            expected_rows.extend(view::rows(issue, indexes));
+        }
         let source_key = keys::issue(&issue.id, &issue.project);
         check_gsi1sk(
             out,

@@ -739,7 +739,122 @@ async fn reindex_keeps_a_racing_writers_counter_change(backend: Backend) {
     assert_clean(&test_store.store).await;
 }
 
+/// Saved views' indexes (issue 22) are kept by every issue write, in its transaction: an issue
+/// that enters a view's filter gets its row, one whose keys change gets a new sort string, one
+/// that leaves (or is deleted) loses it, and the index's counter follows. The rows read in
+/// `GSI1` order are the reference's, the counters are exact, and `verify` is clean. (The view
+/// row is written directly: the API that creates views comes with the rest of issue 22.)
+async fn writers_keep_view_indexes_and_their_counters(backend: Backend) {
+    use gridgate::ids::ViewId;
+    use gridgate::model::{View, ViewColumn, ViewIndex, ViewKey};
+    use gridgate::store::{Index, Query};
+    let test_store = TestStore::new(backend).await;
+    let store = test_store.store.clone();
+    let w = writes(&store);
+    let (project, field) = project_with_field(&w).await;
+    let project_id = ProjectId::parse(&project).unwrap();
+    let field_id = FieldId::parse(&field).unwrap();
+    // Open issues, by estimate descending (empty first), then name.
+    let view_id = ViewId::generate();
+    let view = View {
+        id: view_id.clone(),
+        project: project_id.clone(),
+        name: "Open by estimate".into(),
+        columns: vec![field_id.clone()],
+        position: 1,
+        version: 1,
+        serving: Some(ViewIndex {
+            generation: 1,
+            keys: vec![
+                ViewKey {
+                    column: ViewColumn::Custom(field_id.clone()),
+                    descending: true,
+                    empty_first: true,
+                },
+                ViewKey {
+                    column: ViewColumn::Name,
+                    descending: false,
+                    empty_first: false,
+                },
+            ],
+            filter: Some(r#"{"column":{"field":"STATE"},"eq":"OPEN"}"#.into()),
+        }),
+        building: None,
+        deleted: false,
+    };
+    let [definition, lookup] = items::view_items(&view);
+    store
+        .transact_write(vec![
+            gridgate::store::WriteOp::Put {
+                item: definition,
+                condition: None,
+            },
+            gridgate::store::WriteOp::Put {
+                item: lookup,
+                condition: None,
+            },
+        ])
+        .await
+        .unwrap();
+    let mut ids = Vec::new();
+    for (i, estimate) in [Some("3"), None, Some("7"), Some("3"), None, Some("-1")]
+        .iter()
+        .enumerate()
+    {
+        let cells: Vec<(String, Option<String>)> = estimate
+            .iter()
+            .map(|e| (field.clone(), Some(e.to_string())))
+            .collect();
+        let state = if i == 3 {
+            Some(IssueState::Closed)
+        } else {
+            None
+        };
+        ids.push(
+            w.create_issue(None, &project, &format!("n{}", 9 - i), state, &cells)
+                .await
+                .unwrap()
+                .id,
+        );
+    }
+    // Edits: a key changes, an issue leaves the view, another enters, one is deleted.
+    w.set_issue_values(None, &ids[0], &[(field.clone(), Some("10".into()))], None)
+        .await
+        .unwrap();
+    w.update_issue(None, &ids[2], None, Some(IssueState::Closed), None)
+        .await
+        .unwrap();
+    w.update_issue(None, &ids[3], None, Some(IssueState::Open), None)
+        .await
+        .unwrap();
+    w.delete_issue(None, &ids[5]).await.unwrap();
+    let partition = gridgate::keys::view_partition(&view_id, 1);
+    let rows = gridgate::store::retry::query_all(
+        store.as_ref(),
+        &Query::partition(Index::Gsi1, partition.clone()),
+    )
+    .await
+    .unwrap();
+    let in_view: Vec<String> = rows
+        .iter()
+        .map(|r| items::item_pk(r).unwrap().to_string())
+        .collect();
+    // Issue 0 (10), 3 (3), then the empty ones first: 1 (n8) and 4 (n5), by name.
+    let expected: Vec<String> = [4, 1, 0, 3].iter().map(|&i| ids[i].clone()).collect();
+    assert_eq!(in_view, expected);
+    let data = Repo::new(store.clone(), Limits::default())
+        .project_data(&project_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(data.views, vec![view]);
+    let counts = data.project.counts.unwrap();
+    assert_eq!(counts.matched.get(&partition), Some(&4));
+    assert_clean(&store).await;
+}
+
 crate::both_stores!(
+    writers_keep_view_indexes_and_their_counters,
     reindex_keeps_a_racing_writers_counter_change,
     option_edits_race_cell_writes,
     concurrent_writers_keep_numbers_unique_and_rows_consistent,

@@ -26,7 +26,7 @@ use std::time::Duration;
 pub use commit::RetryPolicy;
 use plan::{
     bump_fields_version, count_actions, derive, field_unchanged, issue_plan, new_job, project_op,
-    project_unchanged, put_new, set,
+    project_unchanged, put_new, set, view_count_actions,
 };
 use validate::{
     apply_cells, check_expected, check_fits, parse_cell_ids, valid_name, valid_position,
@@ -603,13 +603,14 @@ impl Writes {
                     version: 1,
                 };
                 apply_cells("fieldValues", &mut issue, cells, &data)?;
-                let rows = derive(&issue, &data.fields)?;
+                let rows = derive(&issue, &data)?;
                 let num = data.project.next_issue_num;
                 let mut actions = vec![set(
                     attrs::NEXT_ISSUE_NUM,
                     items::number(u64::from(num) + 1),
                 )];
                 actions.extend(count_actions(&data, None, Some(&issue)));
+                actions.extend(view_count_actions(&[], &rows));
                 let mut ops = vec![WriteOp::Update {
                     key: keys::project(project, &data.project.tenant),
                     actions,
@@ -698,9 +699,11 @@ impl Writes {
         let id = IssueId::parse(id).map_err(|e| invalid("id", e.to_string()))?;
         let id = &id;
         self.execute(client_id, "deleteIssue", &(id,), move || async move {
-            let (data, issue, rows) = self.live_issue(id).await?;
+            let (data, issue, stored) = self.live_issue(id).await?;
             let source = keys::issue(id, &issue.project);
-            let mut rows: Vec<Key> = rows.iter().filter_map(items::item_key).collect();
+            let mut rows: Vec<Key> = stored.iter().filter_map(items::item_key).collect();
+            let mut counts = count_actions(&data, Some(&issue), None);
+            counts.extend(view_count_actions(&stored, &[]));
             rows.retain(|k| *k != source);
             let room = MAX_TRANSACT_WRITE - 2 - usize::from(client_id.is_some());
             let mut ops = vec![
@@ -713,11 +716,7 @@ impl Writes {
                 },
                 // The fields the counters were planned with are still the project's, so a
                 // field deleted meanwhile does not get its counter back.
-                project_op(
-                    &data.project,
-                    project_unchanged(&data.project),
-                    count_actions(&data, Some(&issue), None),
-                ),
+                project_op(&data.project, project_unchanged(&data.project), counts),
             ];
             let mut sweep = None;
             if rows.len() > room {

@@ -10,6 +10,7 @@ use crate::model::{CustomField, Issue, IssueCounts, Project, ProjectData};
 use crate::repo::now_millis;
 use crate::repo::RepoError;
 use crate::store::{AttrPath, AttributeValue, Condition, Item, UpdateAction, WriteOp};
+use crate::view;
 
 /// The plan that turns an issue (as its stored `rows`) into `new`: the source row conditioned
 /// on the version read, the project check, and only the index rows that differ from what is
@@ -32,7 +33,7 @@ pub(super) fn issue_plan(
     // An edit that changes nothing writes nothing and keeps the version, so it cannot make
     // another client's `expectedVersion` stale; unless the stored rows drifted, which any
     // edit repairs.
-    if new == *old && items::diff_rows(rows, &derive(old, &data.fields)?).is_empty() {
+    if new == *old && items::diff_rows(rows, &derive(old, &data)?).is_empty() {
         let mut plan = Plan::new(Vec::new(), new.id.to_string());
         plan.project = Some(data);
         return Ok(plan);
@@ -54,14 +55,16 @@ pub(super) fn issue_plan(
         }
     }
     new.version = old_version + 1;
-    let new_rows = derive(&new, &data.fields)?;
+    let new_rows = derive(&new, &data)?;
+    let mut counts = count_actions(&data, Some(old), Some(&new));
+    counts.extend(view_count_actions(rows, &new_rows));
     let RowChanges { puts, deletes } = items::diff_rows(rows, &new_rows);
     let source = keys::issue(&new.id, &new.project);
     let mut ops = Vec::with_capacity(puts.len() + deletes.len() + 2);
     ops.push(project_op(
         &data.project,
         project_unchanged(&data.project),
-        count_actions(&data, Some(old), Some(&new)),
+        counts,
     ));
     for item in puts {
         if items::item_key(&item).as_ref() == Some(&source) {
@@ -91,8 +94,37 @@ pub(super) fn issue_plan(
     Ok(plan)
 }
 
-/// The rows of an issue whose values were all checked against `fields`.
-pub(super) fn derive(issue: &Issue, fields: &[CustomField]) -> Result<Vec<Item>, WriteError> {
+/// The rows of an issue whose values were all checked against the project's fields: its
+/// source and index rows, and its rows in the project's view indexes.
+pub(super) fn derive(issue: &Issue, data: &ProjectData) -> Result<Vec<Item>, WriteError> {
+    let mut rows = derive_items(issue, &data.fields)?;
+    rows.extend(view::rows(issue, &view::indexes(data)));
+    Ok(rows)
+}
+
+/// The view index counters' changes (`Matched:<partition>`) for an issue whose rows go from
+/// `stored` to `new`: one more for each index it enters, one less for each it leaves. Taken
+/// from the stored rows, so the counters follow the rows whatever the issue was before.
+pub(super) fn view_count_actions(stored: &[Item], new: &[Item]) -> Vec<UpdateAction> {
+    let partitions = |rows: &[Item]| -> std::collections::BTreeSet<String> {
+        rows.iter()
+            .filter_map(items::item_key)
+            .filter_map(|key| view::row_partition(&key.sk).map(str::to_string))
+            .collect()
+    };
+    let (before, after) = (partitions(stored), partitions(new));
+    let add = |partition: &String, n: i64| {
+        UpdateAction::Add(AttrPath::new([items::matched_attr(partition)]), n)
+    };
+    after
+        .difference(&before)
+        .map(|p| add(p, 1))
+        .chain(before.difference(&after).map(|p| add(p, -1)))
+        .collect()
+}
+
+/// The source and index rows of an issue whose values were all checked against `fields`.
+fn derive_items(issue: &Issue, fields: &[CustomField]) -> Result<Vec<Item>, WriteError> {
     items::issue_items(issue, fields).map_err(|e| {
         tracing::error!(issue = %issue.id, error = %e, "checked issue failed to encode");
         WriteError::Repo(RepoError::Item(items::ItemError {
