@@ -1014,20 +1014,25 @@ mod tests {
                 issues: 3,
                 open: 1,
                 filled: [(counted.clone(), 2)].into(),
+                matched: [("xvrow-01.1".to_string(), 1)].into(),
             }),
             ..sample_project()
         };
-        // The family `Filled` is written once per counted field, as its prefix and the id.
+        // The families `Filled` and `Matched` are written once per counted field or view
+        // index, as their prefix and the field id or the index's partition.
         let filled = filled_attr(&counted);
+        let matched = matched_attr("xvrow-01.1");
         let project_attrs: Vec<&str> = ProjectAttr::ALL
             .iter()
             .filter(|a| **a != ProjectAttr::Deleted)
             .map(|a| match a {
                 ProjectAttr::Filled => filled.as_str(),
+                ProjectAttr::Matched => matched.as_str(),
                 a => a.name(),
             })
             .collect();
         assert_eq!(names(&project_item(&project)), declared(&project_attrs));
+        assert_eq!(decode_project(&project_item(&project)).unwrap(), project);
         let mut field = fields[0].clone();
         field.deleted = true;
         // A SELECT field writes its options too, and reads them back as they were.
