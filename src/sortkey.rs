@@ -234,7 +234,9 @@ pub fn composite_exact_bytes(keys: usize, descending: bool) -> usize {
 /// sorts first); descending order-reversed (see [`DESCENDING_DIGIT`]), ended by
 /// [`DESCENDING_END`]. The issue number is ascending, or complemented (`u32::MAX - n`, still ten digits) when the
 /// first key is descending: ties break by num in the direction of the first key, so a one-key
-/// view orders exactly as `Project.issues(orderBy:)` does. Each key takes at most
+/// view orders as `Project.issues(orderBy:)` does (exactly for values whose part fits
+/// [`composite_exact_bytes`]: 1,012 bytes ascending, 506 descending; beyond, both are cut
+/// monotonically, at slightly different lengths). Each key takes at most
 /// [`composite_key_budget`] bytes, so the whole is within [`MAX_SORT_KEY_BYTES`].
 pub fn composite(keys: &[CompositeKey<'_>], n: u32) -> String {
     let keys = &keys[..keys.len().min(MAX_COMPOSITE_KEYS)];

@@ -1,7 +1,8 @@
 //! Saved views' indexes (issue 22): an index once checked against its project's fields (its
 //! keys' columns and its filter's predicate), and the one row an issue derives in it. Writers,
 //! the build of an index and `verify` all derive rows with [`CheckedIndex::row`], so they
-//! cannot disagree on which issues a view holds or where.
+//! cannot disagree on which issues a view holds or on their sort strings (whose order is the
+//! view's exactly up to `sortkey::composite_exact_bytes` per key, and monotone beyond).
 
 use crate::filter::{CellType, Column, FilterError, Predicate, Spec};
 use crate::ids::{FieldId, ViewId};
@@ -16,6 +17,8 @@ pub const MAX_VIEWS: usize = 20;
 /// Why a view's index does not check against its project's fields.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ViewError {
+    #[error("a view sorts by 1 to 3 keys, not {0}")]
+    KeyCount(usize),
     #[error("key {0}: {1} is not a custom field of the project")]
     UnknownKeyField(usize, FieldId),
     #[error("{0}")]
@@ -40,10 +43,12 @@ impl CheckedIndex {
         index: &ViewIndex,
         project: &ProjectData,
     ) -> Result<CheckedIndex, ViewError> {
+        if index.keys.is_empty() || index.keys.len() > keys::MAX_VIEW_KEYS {
+            return Err(ViewError::KeyCount(index.keys.len()));
+        }
         let keys = index
             .keys
             .iter()
-            .take(keys::MAX_VIEW_KEYS)
             .enumerate()
             .map(|(i, key)| {
                 let column = match &key.column {
@@ -116,7 +121,18 @@ pub fn indexes(project: &ProjectData) -> Vec<CheckedIndex> {
         .views
         .iter()
         .flat_map(|view| view.indexes().map(move |index| (view, index)))
-        .filter_map(|(view, index)| CheckedIndex::check(view, index, project).ok())
+        .filter_map(
+            |(view, index)| match CheckedIndex::check(view, index, project) {
+                Ok(checked) => Some(checked),
+                Err(e) => {
+                    // Until the rebuild on a field's (or option's) removal exists, such an index
+                    // is no longer kept: said once per derivation, not silently.
+                    tracing::warn!(view = %view.id, generation = index.generation, error = %e,
+                    "a view index no longer checks against its project's fields; it is not kept");
+                    None
+                }
+            },
+        )
         .collect()
 }
 

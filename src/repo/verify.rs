@@ -437,13 +437,15 @@ impl Snapshot {
             Some(actual) => (
                 Problem::Stale,
                 format!(
-                    "issue counters: {} issues, {} open, filled {:?}; the issues say {}, {}, {:?}",
+                    "issue counters: {} issues, {} open, filled {:?}, in views {:?}; the issues say {}, {}, {:?}, {:?}",
                     actual.issues,
                     actual.open,
                     actual.filled.values().collect::<Vec<_>>(),
+                    actual.matched.values().collect::<Vec<_>>(),
                     expected.issues,
                     expected.open,
-                    expected.filled.values().collect::<Vec<_>>()
+                    expected.filled.values().collect::<Vec<_>>(),
+                    expected.matched.values().collect::<Vec<_>>()
                 ),
             ),
         };

@@ -610,7 +610,7 @@ impl Writes {
                     items::number(u64::from(num) + 1),
                 )];
                 actions.extend(count_actions(&data, None, Some(&issue)));
-                actions.extend(view_count_actions(&[], &rows));
+                actions.extend(view_count_actions(&data, &[], &rows));
                 let mut ops = vec![WriteOp::Update {
                     key: keys::project(project, &data.project.tenant),
                     actions,
@@ -703,7 +703,7 @@ impl Writes {
             let source = keys::issue(id, &issue.project);
             let mut rows: Vec<Key> = stored.iter().filter_map(items::item_key).collect();
             let mut counts = count_actions(&data, Some(&issue), None);
-            counts.extend(view_count_actions(&stored, &[]));
+            counts.extend(view_count_actions(&data, &stored, &[]));
             rows.retain(|k| *k != source);
             let room = MAX_TRANSACT_WRITE - 2 - usize::from(client_id.is_some());
             let mut ops = vec![

@@ -57,7 +57,7 @@ pub(super) fn issue_plan(
     new.version = old_version + 1;
     let new_rows = derive(&new, &data)?;
     let mut counts = count_actions(&data, Some(old), Some(&new));
-    counts.extend(view_count_actions(rows, &new_rows));
+    counts.extend(view_count_actions(&data, rows, &new_rows));
     let RowChanges { puts, deletes } = items::diff_rows(rows, &new_rows);
     let source = keys::issue(&new.id, &new.project);
     let mut ops = Vec::with_capacity(puts.len() + deletes.len() + 2);
@@ -105,11 +105,22 @@ pub(super) fn derive(issue: &Issue, data: &ProjectData) -> Result<Vec<Item>, Wri
 /// The view index counters' changes (`Matched:<partition>`) for an issue whose rows go from
 /// `stored` to `new`: one more for each index it enters, one less for each it leaves. Taken
 /// from the stored rows, so the counters follow the rows whatever the issue was before.
-pub(super) fn view_count_actions(stored: &[Item], new: &[Item]) -> Vec<UpdateAction> {
+pub(super) fn view_count_actions(
+    data: &ProjectData,
+    stored: &[Item],
+    new: &[Item],
+) -> Vec<UpdateAction> {
+    // Only the indexes the project's views keep are counted: a row left in an index that is
+    // gone (its view deleted or rebuilt) must not bring its counter back.
+    let kept: std::collections::BTreeSet<String> = view::indexes(data)
+        .iter()
+        .map(view::CheckedIndex::partition)
+        .collect();
     let partitions = |rows: &[Item]| -> std::collections::BTreeSet<String> {
         rows.iter()
             .filter_map(items::item_key)
             .filter_map(|key| view::row_partition(&key.sk).map(str::to_string))
+            .filter(|partition| kept.contains(partition))
             .collect()
     };
     let (before, after) = (partitions(stored), partitions(new));
