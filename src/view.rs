@@ -2,7 +2,7 @@
 //! keys' columns and its filter's predicate), and the one row an issue derives in it. Writers,
 //! the build of an index and `verify` all derive rows with [`CheckedIndex::row`], so they
 //! cannot disagree on which issues a view holds or on their sort strings (whose order is the
-//! view's exactly up to `sortkey::composite_exact_bytes` per key, and monotone beyond).
+//! view's exactly up to the exact length `keys` gives each key, and monotone beyond).
 
 use crate::filter::{CellType, Column, FilterError, Predicate, Spec};
 use crate::ids::{FieldId, ViewId};

@@ -184,6 +184,7 @@ fn only_keys_spells_keys_and_only_sortkey_encodes() {
                 "\"#state\"",
                 "\"mutation#",
                 "\"sweep#",
+                "\"xvrow-",
             ] {
                 assert!(
                     !code.contains(needle),
