@@ -104,6 +104,17 @@ impl CustomField {
         self.options.iter().filter(|o| !o.removed)
     }
 
+    /// The live option a SELECT cell holding `value` (its canonical text) names, with its
+    /// place among the live options; `None` for other types and for removed or unknown ids.
+    pub fn live_option(&self, value: &str) -> Option<(usize, &SelectOption)> {
+        if self.field_type != FieldType::Select {
+            return None;
+        }
+        self.live_options()
+            .enumerate()
+            .find(|(_, option)| option.id == value)
+    }
+
     /// Whether the options sweep still has cells to re-key or clear (`REINDEXING`).
     pub fn reindexing(&self) -> bool {
         self.options

@@ -492,15 +492,9 @@ fn write_cells<O: Objects>(
                     fields.write(out, slot, |out| write_field::<O>(out, plan, field));
                 }
                 CellPart::Option(plan) => {
-                    let live = (field.field_type == model::FieldType::Select)
-                        .then(|| {
-                            field.live_options().enumerate().find(|(_, option)| {
-                                // As the general path compares: the canonical text.
-                                option.id == model::canonical_text(field.field_type, raw)
-                            })
-                        })
-                        .flatten();
-                    match live {
+                    // As the general path finds it: by the cell's canonical text.
+                    let value = model::canonical_text(field.field_type, raw);
+                    match field.live_option(&value) {
                         Some((position, option)) => write_option::<O>(out, plan, option, position),
                         None => out.0.extend_from_slice(b"null"),
                     }

@@ -499,13 +499,8 @@ impl SelectOption {
 
     /// The live option a cell holding `value` names.
     pub(super) fn of_cell(field: &model::CustomField, value: &str) -> Option<SelectOption> {
-        if field.field_type != model::FieldType::Select {
-            return None;
-        }
         field
-            .live_options()
-            .enumerate()
-            .find(|(_, option)| option.id == value)
+            .live_option(value)
             .map(|(position, option)| SelectOption::new(option, position))
     }
 

@@ -46,6 +46,7 @@ use crate::store::{
     AttrPath, AttributeValue, Condition, DynStore, Item, Key, StoreError, UpdateAction, WriteOp,
     MAX_TRANSACT_WRITE,
 };
+use crate::view;
 
 /// The most custom fields one project may have.
 pub const MAX_FIELDS: usize = 200;
@@ -603,14 +604,15 @@ impl Writes {
                     version: 1,
                 };
                 apply_cells("fieldValues", &mut issue, cells, &data)?;
-                let rows = derive(&issue, &data)?;
+                let indexes = view::indexes(&data);
+                let rows = derive(&issue, &data, &indexes)?;
                 let num = data.project.next_issue_num;
                 let mut actions = vec![set(
                     attrs::NEXT_ISSUE_NUM,
                     items::number(u64::from(num) + 1),
                 )];
                 actions.extend(count_actions(&data, None, Some(&issue)));
-                actions.extend(view_count_actions(&data, &[], &rows));
+                actions.extend(view_count_actions(&indexes, &[], &rows));
                 let mut ops = vec![WriteOp::Update {
                     key: keys::project(project, &data.project.tenant),
                     actions,
@@ -703,7 +705,7 @@ impl Writes {
             let source = keys::issue(id, &issue.project);
             let mut rows: Vec<Key> = stored.iter().filter_map(items::item_key).collect();
             let mut counts = count_actions(&data, Some(&issue), None);
-            counts.extend(view_count_actions(&data, &stored, &[]));
+            counts.extend(view_count_actions(&view::indexes(&data), &stored, &[]));
             rows.retain(|k| *k != source);
             let room = MAX_TRANSACT_WRITE - 2 - usize::from(client_id.is_some());
             let mut ops = vec![

@@ -33,7 +33,9 @@ pub(super) fn issue_plan(
     // An edit that changes nothing writes nothing and keeps the version, so it cannot make
     // another client's `expectedVersion` stale; unless the stored rows drifted, which any
     // edit repairs.
-    if new == *old && items::diff_rows(rows, &derive(old, &data)?).is_empty() {
+    // The project's view indexes, checked once for everything this write derives and counts.
+    let indexes = view::indexes(&data);
+    if new == *old && items::diff_rows(rows, &derive(old, &data, &indexes)?).is_empty() {
         let mut plan = Plan::new(Vec::new(), new.id.to_string());
         plan.project = Some(data);
         return Ok(plan);
@@ -55,9 +57,9 @@ pub(super) fn issue_plan(
         }
     }
     new.version = old_version + 1;
-    let new_rows = derive(&new, &data)?;
+    let new_rows = derive(&new, &data, &indexes)?;
     let mut counts = count_actions(&data, Some(old), Some(&new));
-    counts.extend(view_count_actions(&data, rows, &new_rows));
+    counts.extend(view_count_actions(&indexes, rows, &new_rows));
     let RowChanges { puts, deletes } = items::diff_rows(rows, &new_rows);
     let source = keys::issue(&new.id, &new.project);
     let mut ops = Vec::with_capacity(puts.len() + deletes.len() + 2);
@@ -95,10 +97,15 @@ pub(super) fn issue_plan(
 }
 
 /// The rows of an issue whose values were all checked against the project's fields: its
-/// source and index rows, and its rows in the project's view indexes.
-pub(super) fn derive(issue: &Issue, data: &ProjectData) -> Result<Vec<Item>, WriteError> {
+/// source and index rows, and its rows in `indexes`, the project's view indexes
+/// (`view::indexes`, checked once per write).
+pub(super) fn derive(
+    issue: &Issue,
+    data: &ProjectData,
+    indexes: &[view::CheckedIndex],
+) -> Result<Vec<Item>, WriteError> {
     let mut rows = derive_items(issue, &data.fields)?;
-    rows.extend(view::rows(issue, &view::indexes(data)));
+    rows.extend(view::rows(issue, indexes));
     Ok(rows)
 }
 
@@ -106,16 +113,14 @@ pub(super) fn derive(issue: &Issue, data: &ProjectData) -> Result<Vec<Item>, Wri
 /// `stored` to `new`: one more for each index it enters, one less for each it leaves. Taken
 /// from the stored rows, so the counters follow the rows whatever the issue was before.
 pub(super) fn view_count_actions(
-    data: &ProjectData,
+    indexes: &[view::CheckedIndex],
     stored: &[Item],
     new: &[Item],
 ) -> Vec<UpdateAction> {
     // Only the indexes the project's views keep are counted: a row left in an index that is
     // gone (its view deleted or rebuilt) must not bring its counter back.
-    let kept: std::collections::BTreeSet<String> = view::indexes(data)
-        .iter()
-        .map(view::CheckedIndex::partition)
-        .collect();
+    let kept: std::collections::BTreeSet<String> =
+        indexes.iter().map(view::CheckedIndex::partition).collect();
     let partitions = |rows: &[Item]| -> std::collections::BTreeSet<String> {
         rows.iter()
             .filter_map(items::item_key)
