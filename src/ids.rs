@@ -166,6 +166,7 @@ pub enum NodeId {
     Project(ProjectId),
     Field(FieldId),
     Issue(IssueId),
+    View(ViewId),
 }
 
 impl NodeId {
@@ -176,6 +177,7 @@ impl NodeId {
             ProjectId::PREFIX => ProjectId::parse(id).map(NodeId::Project),
             FieldId::PREFIX => FieldId::parse(id).map(NodeId::Field),
             IssueId::PREFIX => IssueId::parse(id).map(NodeId::Issue),
+            ViewId::PREFIX => ViewId::parse(id).map(NodeId::View),
             _ => Err(IdError::UnknownKind(id.to_string())),
         }
     }

@@ -25,7 +25,7 @@ use futures::future::{try_join_all, BoxFuture};
 use futures::stream::{FuturesUnordered, StreamExt};
 use futures::task::AtomicWaker;
 
-use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
+use crate::ids::{FieldId, IssueId, ProjectId, TenantId, ViewId};
 use crate::model::{Issue, ProjectData, Tenant};
 pub use crate::repo::MISS;
 use crate::repo::{IssueKey, Repo, RepoError};
@@ -245,16 +245,38 @@ impl Loader<FieldId> for Loaders {
     async fn load(&self, keys: &[FieldId]) -> LoadResult<FieldId, ProjectId> {
         let (probe, meter) = self.repo.probe();
         let found = probe.field_projects(keys).await;
-        let calls = meter.report().dynamodb_calls;
+        self.charge_lookups(&meter, keys.len(), found.is_ok());
+        found.map_err(Arc::new)
+    }
+}
+
+impl Loaders {
+    /// Prices a batch of lookups by id (field or view to project) made on a probe: each key
+    /// as a miss, whatever was found, so the cost says nothing of ids of other tenants; a
+    /// failed read at what it cost.
+    fn charge_lookups(&self, meter: &crate::store::CostMeter, keys: usize, found: bool) {
+        let report = meter.report();
         self.repo.charge(CostReport {
-            dynamodb_calls: calls,
-            read_capacity_units: if found.is_ok() {
-                MISS.read_capacity_units * keys.len() as f64
+            dynamodb_calls: report.dynamodb_calls,
+            read_capacity_units: if found {
+                MISS.read_capacity_units * keys as f64
             } else {
-                meter.report().read_capacity_units
+                report.read_capacity_units
             },
             write_capacity_units: 0.0,
         });
+    }
+}
+
+/// Saved views' projects by view id, priced as field lookups are.
+impl Loader<ViewId> for Loaders {
+    type Value = ProjectId;
+    type Error = Arc<RepoError>;
+
+    async fn load(&self, keys: &[ViewId]) -> LoadResult<ViewId, ProjectId> {
+        let (probe, meter) = self.repo.probe();
+        let found = probe.view_projects(keys).await;
+        self.charge_lookups(&meter, keys.len(), found.is_ok());
         found.map_err(Arc::new)
     }
 }

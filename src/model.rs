@@ -221,6 +221,10 @@ pub struct View {
     pub version: u64,
     pub serving: Option<ViewIndex>,
     pub building: Option<ViewIndex>,
+    /// How far the build of `building` got (none before its first batch).
+    pub built: Option<BuildProgress>,
+    /// Generations no longer kept whose rows (and counters) a sweep has yet to remove.
+    pub retired: Vec<u32>,
     pub deleted: bool,
 }
 
@@ -229,6 +233,36 @@ impl View {
     pub fn indexes(&self) -> impl Iterator<Item = &ViewIndex> {
         self.serving.iter().chain(&self.building)
     }
+
+    /// The generation a new index of this view takes: above every one it has or still sweeps,
+    /// so a new index never shares a partition with rows of another.
+    pub fn next_generation(&self) -> u32 {
+        self.indexes()
+            .map(|i| i.generation)
+            .chain(self.retired.iter().copied())
+            .max()
+            .unwrap_or(0)
+            .saturating_add(1)
+    }
+
+    /// The index pages are read from: the serving one; `None` while the first one builds.
+    pub fn readable(&self) -> Option<&ViewIndex> {
+        self.serving.as_ref()
+    }
+
+    /// The definition clients see: the index being built when one is (the view's order and
+    /// filter as last set), else the serving one.
+    pub fn definition(&self) -> Option<&ViewIndex> {
+        self.building.as_ref().or(self.serving.as_ref())
+    }
+}
+
+/// How far a view's build went: the issues are read in num order, so a resumed build starts
+/// after `through`; `scanned` is how many issues it has read so far (its progress).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BuildProgress {
+    pub through: u32,
+    pub scanned: u64,
 }
 
 /// One index of a view: its generation (which names its `GSI1` partition), its keys and its

@@ -5,11 +5,11 @@
 //! view's exactly up to the exact length `keys` gives each key, and monotone beyond).
 
 use crate::filter::{CellType, Column, FilterError, Predicate, Spec};
-use crate::ids::{FieldId, ViewId};
+use crate::ids::{FieldId, IssueId, ViewId};
 use crate::items;
 use crate::keys::{self, ViewKeyPart};
 use crate::model::{Issue, ProjectData, View, ViewColumn, ViewIndex};
-use crate::store::Item;
+use crate::store::{Item, Key};
 
 /// At most this many views in a project.
 pub const MAX_VIEWS: usize = 20;
@@ -32,6 +32,9 @@ pub enum ViewError {
 pub struct CheckedIndex {
     pub view: ViewId,
     pub generation: u32,
+    /// Whether the index is being built: its build inserts rows beside the writers, so a
+    /// writer that derives no row in it checks that none appeared (see `writes::plan`).
+    pub building: bool,
     keys: Vec<(Column, bool, bool)>,
     filter: Option<Predicate>,
 }
@@ -77,6 +80,7 @@ impl CheckedIndex {
         Ok(CheckedIndex {
             view: view.id.clone(),
             generation: index.generation,
+            building: view.building.as_ref() == Some(index),
             keys,
             filter,
         })
@@ -84,7 +88,7 @@ impl CheckedIndex {
 
     /// The index's `GSI1` partition.
     pub fn partition(&self) -> String {
-        keys::view_partition(&self.view, self.generation)
+        partition(&self.view, self.generation)
     }
 
     /// Whether `issue` belongs in the index (its filter holds).
@@ -104,6 +108,11 @@ impl CheckedIndex {
             })
             .collect();
         keys::view_sort(&parts, issue.num)
+    }
+
+    /// The key of `issue`'s row in the index (whether or not it has one).
+    pub fn row_key(&self, issue: &IssueId) -> Key {
+        keys::view_row(issue, &self.view, self.generation)
     }
 
     /// The row `issue` has in the index, if its filter holds.
@@ -134,6 +143,23 @@ pub fn indexes(project: &ProjectData) -> Vec<CheckedIndex> {
             },
         )
         .collect()
+}
+
+/// The view `id` of the project and the generation of the index its pages are read from: the
+/// serving one, if it still checks against the project's fields (one naming a field deleted
+/// since is not kept by writers, and its view is being rebuilt). `None` for a view the
+/// project does not have.
+pub fn readable<'a>(project: &'a ProjectData, id: &ViewId) -> Option<(&'a View, u32)> {
+    let view = project.views.iter().find(|v| &v.id == id)?;
+    let index = view.readable()?;
+    CheckedIndex::check(view, index, project).ok()?;
+    Some((view, index.generation))
+}
+
+/// The `GSI1` partition of generation `generation` of `view`'s index (which also names its
+/// counter, `Matched:<partition>`).
+pub fn partition(view: &ViewId, generation: u32) -> String {
+    keys::view_partition(view, generation)
 }
 
 /// The rows `issue` has in the project's view indexes.
@@ -200,6 +226,8 @@ mod tests {
             version: 1,
             serving: Some(index.clone()),
             building: None,
+            built: None,
+            retired: Vec::new(),
             deleted: false,
         };
         (view, index)

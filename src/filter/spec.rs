@@ -255,6 +255,53 @@ impl Spec {
     }
 }
 
+impl Spec {
+    /// Whether any leaf of the filter tests custom field `field`.
+    pub fn mentions(&self, field: &FieldId) -> bool {
+        let lists = self.and.iter().chain(&self.or).flatten();
+        lists.chain(self.not.as_deref()).any(|f| f.mentions(field))
+            || self
+                .column
+                .as_ref()
+                .and_then(|c| c.custom_field_id.as_deref())
+                == Some(field.as_str())
+    }
+
+    /// The filter without the leaves that no longer check against `project`'s fields (a field
+    /// deleted, an option removed): each such leaf is dropped; an `and` or `or` left without
+    /// operands is dropped in turn, and so is a `not` whose operand was; `None` when nothing
+    /// is left, which is no filter (every issue). So a condition on something gone is
+    /// forgotten, never read as false: `and` widens by what it loses, `or` keeps what it has.
+    pub fn prune(&self, project: &ProjectId, types: &FieldTypesOf<'_>) -> Option<Spec> {
+        let list = |filters: &Option<Vec<Spec>>| -> Option<Option<Vec<Spec>>> {
+            match filters {
+                None => Some(None),
+                Some(fs) => {
+                    let kept: Vec<Spec> =
+                        fs.iter().filter_map(|f| f.prune(project, types)).collect();
+                    (!kept.is_empty()).then_some(Some(kept))
+                }
+            }
+        };
+        if self.and.is_some() || self.or.is_some() {
+            return Some(Spec {
+                and: list(&self.and)?,
+                or: list(&self.or)?,
+                ..Spec::default()
+            });
+        }
+        if let Some(inner) = &self.not {
+            return inner.prune(project, types).map(|inner| Spec {
+                not: Some(Box::new(inner)),
+                ..Spec::default()
+            });
+        }
+        self.check("filter", project, types)
+            .ok()
+            .map(|_| self.clone())
+    }
+}
+
 impl ColumnSpec {
     /// The column, checked against the project's fields.
     fn check(&self, project: &Fields<'_>) -> Result<Column, String> {

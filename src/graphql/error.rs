@@ -44,11 +44,14 @@ pub enum ErrorCode {
     /// The caller is past its share of the server: its rate or its requests in flight
     /// (HTTP 429, with `Retry-After`).
     RateLimited,
+    /// A saved view's index is still being built: retry later (`extensions.progress` says how
+    /// far the build got).
+    ViewBuilding,
 }
 
 impl ErrorCode {
     /// Every code (the metrics' `code` label takes no other value but `ok`).
-    pub const ALL: [ErrorCode; 15] = [
+    pub const ALL: [ErrorCode; 16] = [
         ErrorCode::BadUserInput,
         ErrorCode::NotFound,
         ErrorCode::Conflict,
@@ -64,6 +67,7 @@ impl ErrorCode {
         ErrorCode::Timeout,
         ErrorCode::Overloaded,
         ErrorCode::RateLimited,
+        ErrorCode::ViewBuilding,
     ];
 
     /// The code spelled `text`, if it is one.
@@ -108,6 +112,7 @@ impl ErrorCode {
             ErrorCode::Timeout => "TIMEOUT",
             ErrorCode::Overloaded => "OVERLOADED",
             ErrorCode::RateLimited => "RATE_LIMITED",
+            ErrorCode::ViewBuilding => "VIEW_BUILDING",
         }
     }
 }
@@ -135,6 +140,13 @@ pub enum ApiError {
     Forbidden(String),
     /// The request spent its budget (of store calls, say).
     LimitExceeded(String),
+    /// A saved view has no index to read yet: its first one is being built. `scanned` of
+    /// `total` issues were read so far.
+    ViewBuilding {
+        message: String,
+        scanned: u64,
+        total: u64,
+    },
     /// A bug or corrupt data; details are in the server log.
     Internal,
 }
@@ -147,6 +159,7 @@ impl ApiError {
             | ApiError::NotFound(m)
             | ApiError::Forbidden(m)
             | ApiError::LimitExceeded(m) => m,
+            ApiError::ViewBuilding { message, .. } => message,
             ApiError::Throttled => "the data store is busy, please retry later",
             ApiError::Conflict { message, .. } => message,
             ApiError::StoreUnavailable => "the data store is unavailable, please retry later",
@@ -164,6 +177,7 @@ impl ApiError {
             ApiError::Throttled => ErrorCode::Throttled,
             ApiError::Forbidden(_) => ErrorCode::Forbidden,
             ApiError::LimitExceeded(_) => ErrorCode::LimitExceeded,
+            ApiError::ViewBuilding { .. } => ErrorCode::ViewBuilding,
             ApiError::Internal => ErrorCode::InternalServerError,
         }
     }
@@ -176,6 +190,19 @@ impl ErrorExtensions for ApiError {
             match self {
                 ApiError::Conflict { retryable, .. } => e.set("retryable", *retryable),
                 ApiError::Throttled | ApiError::StoreUnavailable => e.set("retryable", true),
+                ApiError::ViewBuilding { scanned, total, .. } => {
+                    e.set("retryable", true);
+                    let mut progress = async_graphql::indexmap::IndexMap::new();
+                    progress.insert(
+                        async_graphql::Name::new("scanned"),
+                        async_graphql::Value::from(*scanned),
+                    );
+                    progress.insert(
+                        async_graphql::Name::new("total"),
+                        async_graphql::Value::from(*total),
+                    );
+                    e.set("progress", async_graphql::Value::Object(progress));
+                }
                 _ => {}
             }
         })

@@ -15,6 +15,7 @@ mod request;
 mod rows;
 pub mod types;
 mod values;
+mod views;
 
 use async_graphql::{Context, EmptySubscription, Object, Schema, ID};
 
@@ -28,7 +29,7 @@ pub use mutation::MutationRoot;
 pub use order::ResponseOrder;
 use types::{loader, project_data, visible_project, CustomField, Issue, Node, Project, Tenant};
 
-use crate::ids::{FieldId, IssueId, NodeId, ProjectId};
+use crate::ids::{FieldId, IssueId, NodeId, ProjectId, ViewId};
 
 /// The most ids one `nodes` call may ask for.
 pub const MAX_NODES: usize = 100;
@@ -66,7 +67,7 @@ impl QueryRoot {
         &self,
         ctx: &Context<'_>,
         #[graphql(
-            desc = "A global id of any kind: `tenant-…`, `project-…`, `xattrib-…` (a custom field) or `issue-…`."
+            desc = "A global id of any kind: `tenant-…`, `project-…`, `xattrib-…` (a custom field), `issue-…` or `xview-…` (a saved view)."
         )]
         id: ID,
     ) -> ApiResult<Option<Node>> {
@@ -156,6 +157,7 @@ async fn load_node(ctx: &Context<'_>, id: NodeId) -> Result<Option<Node>, ApiErr
             .map(|d| Node::Project(Project(d.project.clone()))),
         NodeId::Issue(id) => load_issue(ctx, id).await?.map(Node::Issue),
         NodeId::Field(id) => load_field(ctx, &id).await?.map(Node::CustomField),
+        NodeId::View(id) => load_view(ctx, &id).await?.map(Node::View),
     })
 }
 
@@ -177,6 +179,16 @@ async fn load_issue(ctx: &Context<'_>, id: IssueId) -> Result<Option<Issue>, Api
     }
     entry.charge_found(repo);
     Ok(Some(Issue(issue.clone().into())))
+}
+
+/// A saved view by id: its lookup item names the project, whose partition holds the view.
+async fn load_view(ctx: &Context<'_>, id: &ViewId) -> Result<Option<views::View>, ApiError> {
+    let Some(project) = loader(ctx)?.load_one(id.clone()).await? else {
+        return Ok(None);
+    };
+    Ok(visible_project(ctx, &project)
+        .await?
+        .and_then(|data| views::View::of(&data, id)))
 }
 
 /// A custom field by id: its lookup item names the project, whose partition holds the field.

@@ -13,8 +13,11 @@ use super::types::{
     loader, project_data, CustomField, CustomFieldType, Issue, IssueEdge, IssueState, Project,
     ProjectEdge, Tenant,
 };
+use super::views::{
+    CreateViewInput, DeleteViewInput, DeleteViewPayload, UpdateViewInput, View, ViewPayload,
+};
 use crate::auth::Permission;
-use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
+use crate::ids::{FieldId, IssueId, ProjectId, TenantId, ViewId};
 use crate::loaders::Probed;
 use crate::model;
 use crate::options::OptionInput;
@@ -107,6 +110,19 @@ async fn read_field(ctx: &Context<'_>, id: &str) -> Result<CustomField, ApiError
         .cloned()
         .map(CustomField::from)
         .ok_or_else(|| vanished("custom field", id.as_str()))
+}
+
+/// Reads a view back with its project (one strongly consistent read of its lookup, one of
+/// the project's partition).
+async fn read_view(ctx: &Context<'_>, id: &str) -> Result<View, ApiError> {
+    let id = ViewId::parse(id).map_err(|_| ApiError::Internal)?;
+    let project = writes(ctx)?
+        .repo()
+        .view_project_consistent(&id)
+        .await?
+        .ok_or_else(|| vanished("view", id.as_str()))?;
+    let data = read_project(ctx, &project).await?;
+    View::of(&data, &id).ok_or_else(|| vanished("view", id.as_str()))
 }
 
 fn cells(values: Vec<FieldValueInput>) -> Vec<CellInput> {
@@ -646,6 +662,64 @@ impl MutationRoot {
             .map_err(ApiError::from)?;
         loader(ctx)?.clear::<ProjectId>();
         Ok(DeleteCustomFieldPayload {
+            deleted_id: ID(written.id),
+            client_mutation_id: cmid,
+        })
+    }
+
+    /// Saves a view of a project: a name, one to three sort keys, a filter and the columns to
+    /// show. Its index is built in the background (`status: BUILDING`, then `READY`); a
+    /// project has at most 20 views.
+    async fn create_view(
+        &self,
+        ctx: &Context<'_>,
+        #[graphql(desc = "The project, and the view's name, order, filter and columns.")]
+        input: CreateViewInput,
+    ) -> ApiResult<ViewPayload> {
+        let change = input.change()?;
+        let cmid = input.client_mutation_id;
+        let written = writes(ctx)?
+            .create_view(cmid.as_deref(), &input.project_id, &change)
+            .await
+            .map_err(ApiError::from)?;
+        Ok(ViewPayload {
+            view: read_view(ctx, &written.id).await?,
+            client_mutation_id: cmid,
+        })
+    }
+
+    /// Renames, moves or redefines a view. A new order or filter builds a new index beside the
+    /// one serving, which keeps serving the previous definition until the new one is ready.
+    async fn update_view(
+        &self,
+        ctx: &Context<'_>,
+        #[graphql(desc = "The view and what to change.")] input: UpdateViewInput,
+    ) -> ApiResult<ViewPayload> {
+        let change = input.change()?;
+        let cmid = input.client_mutation_id;
+        let written = writes(ctx)?
+            .update_view(cmid.as_deref(), &input.id, &change, input.expected_version)
+            .await
+            .map_err(ApiError::from)?;
+        Ok(ViewPayload {
+            view: read_view(ctx, &written.id).await?,
+            client_mutation_id: cmid,
+        })
+    }
+
+    /// Deletes a view: it is gone at once; its index is removed in the background.
+    async fn delete_view(
+        &self,
+        ctx: &Context<'_>,
+        #[graphql(desc = "The view to delete.")] input: DeleteViewInput,
+    ) -> ApiResult<DeleteViewPayload> {
+        let cmid = input.client_mutation_id;
+        let written = writes(ctx)?
+            .delete_view(cmid.as_deref(), &input.id)
+            .await
+            .map_err(ApiError::from)?;
+        loader(ctx)?.clear::<ProjectId>();
+        Ok(DeleteViewPayload {
             deleted_id: ID(written.id),
             client_mutation_id: cmid,
         })

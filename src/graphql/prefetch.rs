@@ -21,7 +21,8 @@ use async_graphql::{Context, SelectionField, Value};
 use super::args::{IssueFilter, IssuesArgs};
 use super::error::ApiError;
 use super::request::{project_data, repo, FieldTypeCache};
-use crate::ids::{FieldId, ProjectId};
+use super::views::view_list;
+use crate::ids::{FieldId, ProjectId, ViewId};
 use crate::model::ProjectData;
 use crate::paging::{PageRequest, UncheckedRequest};
 use crate::repo::{IssueList, IssueRow, Paged, RepoError};
@@ -35,6 +36,8 @@ const MAX_PREFETCHED_PAGES: usize = 4;
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct PageKey {
     project: ProjectId,
+    /// For `View.issues`: the view (whose index is the list).
+    view: Option<ViewId>,
     args: IssuesArgs,
 }
 
@@ -42,7 +45,16 @@ impl PageKey {
     pub(crate) fn new(project: &ProjectId, args: &IssuesArgs) -> Self {
         PageKey {
             project: project.clone(),
+            view: None,
             args: args.clone(),
+        }
+    }
+
+    /// The key of a page of `view`'s issues.
+    pub(crate) fn of_view(project: &ProjectId, view: &ViewId, args: &IssuesArgs) -> Self {
+        PageKey {
+            view: Some(view.clone()),
+            ..PageKey::new(project, args)
         }
     }
 }
@@ -93,23 +105,36 @@ pub(crate) async fn project_with_pages(
             .speculate_issues_page(id.clone(), wanted.list.clone(), wanted.request)
             .await;
         (
-            (wanted.key, wanted.claims, wanted.list.sort, wanted.filter),
+            (
+                wanted.key,
+                wanted.claims,
+                wanted.list.sort,
+                wanted.filter,
+                wanted.view,
+            ),
             page,
         )
     }));
     let (data, pages) = futures::join!(project_data(ctx, id), speculate);
     let project = data.as_ref().ok().and_then(Option::as_deref);
     let mut confirmed = Vec::new();
-    for ((key, claims, sort, filter), page) in pages {
+    for ((key, claims, sort, filter, view), page) in pages {
         // The list as the resolver would check it against the project now loaded: a page read
-        // with a field type that no longer holds is another list, and dropped.
-        let checked = match (filter, project) {
-            (None, _) => Some(IssueList { sort, filter: None }),
-            (Some(filter), Some(data)) => filter.check(data).ok().map(|predicate| IssueList {
-                sort,
-                filter: Some(predicate),
-            }),
-            (Some(_), None) => None,
+        // with a field type that no longer holds is another list, and dropped; so is a view's
+        // page read from an index the view no longer serves from.
+        let checked = match (view, filter, project) {
+            (Some(view), _, Some(data)) => {
+                crate::view::readable(data, &view).map(|(_, g)| view_list(&view, g))
+            }
+            (Some(_), _, None) => None,
+            (None, None, _) => Some(IssueList { sort, filter: None }),
+            (None, Some(filter), Some(data)) => {
+                filter.check(data).ok().map(|predicate| IssueList {
+                    sort,
+                    filter: Some(predicate),
+                })
+            }
+            (None, Some(_), None) => None,
         };
         if let Some(result) = repo
             .confirm_issues_page(page, project, checked.as_ref())
@@ -137,6 +162,8 @@ struct Wanted {
     list: IssueList,
     /// The filter as written, checked again once the project is loaded.
     filter: Option<IssueFilter>,
+    /// For a view's page: the view (its index generation as last seen is in `list`).
+    view: Option<ViewId>,
     request: UncheckedRequest,
 }
 
@@ -189,6 +216,56 @@ fn wanted_pages(ctx: &Context<'_>, project: &ProjectId) -> Vec<Wanted> {
                     filter: predicate,
                 },
                 filter: args.filter.clone(),
+                view: None,
+                request,
+            });
+        }
+    }
+    // A view's page (`view(id:) { issues }`), when the generation of the view's serving index
+    // was seen before: its partition is then known before the project loads.
+    for field in ctx.look_ahead().field("view").selection_fields() {
+        if skipped(&field) || wanted.len() >= MAX_PREFETCHED_PAGES {
+            continue;
+        }
+        let Some(view) = field.arguments().ok().and_then(|arguments| {
+            arguments
+                .iter()
+                .find(|(name, _)| name.as_str() == "id")
+                .and_then(|(_, value)| match value {
+                    Value::String(id) => ViewId::parse(id).ok(),
+                    _ => None,
+                })
+        }) else {
+            continue;
+        };
+        let Some(generation) = field_types.and_then(|cache| cache.view_generation(&view)) else {
+            continue;
+        };
+        for issues in field.selection_set().filter(|f| f.name() == "issues") {
+            if skipped(&issues) || wanted.len() >= MAX_PREFETCHED_PAGES {
+                continue;
+            }
+            let Some(args) = issues
+                .arguments()
+                .ok()
+                .and_then(|arguments| IssuesArgs::from_arguments(&arguments))
+            else {
+                continue;
+            };
+            let Ok(request) = repo.unchecked_request(&args.page) else {
+                continue;
+            };
+            let key = PageKey::of_view(project, &view, &args);
+            if let Some(same) = wanted.iter_mut().find(|w| w.key == key) {
+                same.claims += 1;
+                continue;
+            }
+            wanted.push(Wanted {
+                key,
+                claims: 1,
+                list: view_list(&view, generation),
+                filter: None,
+                view: Some(view.clone()),
                 request,
             });
         }

@@ -7,7 +7,7 @@ use async_graphql::{Context, ContextBase, Value};
 
 use super::error::ApiError;
 use crate::filter::CellType;
-use crate::ids::{FieldId, ProjectId};
+use crate::ids::{FieldId, ProjectId, ViewId};
 use crate::loaders::RequestLoader;
 use crate::model::ProjectData;
 use crate::repo::{PlanReport, Repo};
@@ -53,6 +53,11 @@ pub(crate) struct FieldTypeCache(Mutex<Learnt>);
 
 struct Learnt {
     types: lru::LruCache<FieldId, (u64, CellType)>,
+    /// The generation of each saved view's serving index, as last read: the read-ahead of a
+    /// view's page needs its partition before the project (which says it) loads. A view's
+    /// rebuild changes it, and the loaded project then tells the read-ahead it read another
+    /// list (dropped as a miss, read again).
+    views: lru::LruCache<ViewId, u32>,
     /// The options the SELECT entries hold, all together.
     options: usize,
 }
@@ -76,6 +81,7 @@ impl Default for FieldTypeCache {
             std::num::NonZeroUsize::new(FIELD_TYPES_KEPT).unwrap_or(std::num::NonZeroUsize::MIN);
         FieldTypeCache(Mutex::new(Learnt {
             types: lru::LruCache::new(size),
+            views: lru::LruCache::new(size),
             options: 0,
         }))
     }
@@ -110,6 +116,19 @@ impl FieldTypeCache {
                 }
             }
         }
+    }
+
+    /// Notes the generation of a view's serving index (by the view pages read).
+    pub(crate) fn learn_view(&self, view: &ViewId, generation: u32) {
+        let mut learnt = self.lock();
+        if learnt.views.peek(view) != Some(&generation) {
+            learnt.views.push(view.clone(), generation);
+        }
+    }
+
+    /// The generation of `view`'s serving index, if one was seen.
+    pub(crate) fn view_generation(&self, view: &ViewId) -> Option<u32> {
+        self.lock().views.get(view).copied()
     }
 
     /// The type of `field`, if it was seen.

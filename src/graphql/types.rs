@@ -35,6 +35,7 @@ pub enum Node {
     Project(Project),
     CustomField(CustomField),
     Issue(Issue),
+    View(super::views::View),
 }
 
 /// An organisation that owns projects.
@@ -136,6 +137,27 @@ impl Project {
         Ok(Fields::new(referenced_project(ctx, &self.0.id).await?))
     }
 
+    /// The project's saved views (a grid's tabs), in `position` order.
+    async fn views(&self, ctx: &Context<'_>) -> ApiResult<Vec<super::views::View>> {
+        Ok(super::views::View::all(
+            &referenced_project(ctx, &self.0.id).await?,
+        ))
+    }
+
+    /// One of the project's saved views by id; null when the project has no such view. A
+    /// grid page asks for its view's issues here: the page is read beside the project.
+    async fn view(
+        &self,
+        ctx: &Context<'_>,
+        #[graphql(desc = "The view's global id, e.g. `xview-01jq…`.")] id: ID,
+    ) -> ApiResult<Option<super::views::View>> {
+        let id = crate::ids::ViewId::parse(&id).map_err(ApiError::from)?;
+        Ok(super::views::View::of(
+            &referenced_project(ctx, &self.0.id).await?,
+            &id,
+        ))
+    }
+
     /// The project's issues, sorted by any column, filtered, and paged with cursors. Issues
     /// without a value in a sorted custom field come last in either direction, or first with
     /// `empty: FIRST`. A filtered page reads on until it is full; a page (filtered, or sorted by
@@ -201,74 +223,92 @@ impl Project {
                 (request, page, list.filter)
             }
         };
-        if let Some(plan) = &page.plan {
-            note_plan(ctx, plan);
-        }
-        // Rows read from derived index rows are loaded in one batch with every other issue
-        // load of this request.
-        let keys: Vec<IssueKey> = page
-            .rows
-            .iter()
-            .filter_map(|(_, row)| match row {
-                IssueRow::Key(key) => Some(key.clone()),
-                IssueRow::Loaded(_) => None,
-            })
-            .collect();
-        let mut loaded: HashMap<IssueKey, Arc<model::Issue>> = if keys.is_empty() {
-            HashMap::new()
-        } else {
-            loader(ctx)?.load_many(keys).await.map_err(ApiError::from)?
-        };
-        let rows: Vec<(String, Row)> = page
-            .rows
-            .into_iter()
-            .filter_map(|(cursor, row)| {
-                let issue = match row {
-                    IssueRow::Loaded(issue) => Some(Issue::from(issue)),
-                    IssueRow::Key(key) => {
-                        // Shared with the loader's cache, not copied.
-                        let issue = loaded.remove(&key).map(Issue);
-                        if issue.is_none() {
-                            // An index row without its issue: a write was interrupted or is in
-                            // flight. Skip the row rather than fail the page.
-                            tracing::warn!(issue = %key.issue, "index row without its issue");
-                        }
-                        issue
-                    }
-                };
-                issue.map(|i| (cursor, rows::Row(i)))
-            })
-            .collect();
-        // The page holds the whole list only when nothing bounds it: paging forward,
-        // `hasPreviousPage` says only whether `after` was given, and a page stopped by
-        // `before` says nothing of what lies beyond it (and backward alike).
-        let whole = !page.has_previous
-            && !page.has_next
-            && page.resume_cursor.is_none()
-            && request.after.is_none()
-            && request.before.is_none();
-        let length = rows.len() as i64;
-        let mut connection = IssueConnection::build(
-            rows,
-            page.has_previous,
-            page.has_next,
-            page.resume_cursor,
-            request.direction,
-        );
-        if ctx.look_ahead().field("totalCount").exists() {
-            // The project is the request's already (it was loaded to check the list), so this
-            // is no read.
-            let data = referenced_project(ctx, &self.0.id).await?;
-            let counted = data
-                .project
+        let project = &self.0.id;
+        issue_connection(ctx, project, request, page, move |data| {
+            data.project
                 .counts
                 .as_ref()
-                .and_then(|counts| filter::count(counts, filter.as_ref()));
-            let whole = whole.then_some(length);
-            connection.total_count = counted.or(whole).map(clamp_count);
-        }
-        Ok(connection)
+                .and_then(|counts| filter::count(counts, filter.as_ref()))
+        })
+        .await
     }
+}
+
+/// The connection of a read page of issues (`Project.issues`, `View.issues`): the issues its
+/// index rows name are loaded in one batch with every other issue load of the request, and
+/// `totalCount`, when selected, is `count` of the project (which the request has loaded
+/// already, so it costs no read) or, failing that, the page's length when the page holds the
+/// whole list.
+pub(super) async fn issue_connection(
+    ctx: &Context<'_>,
+    project: &crate::ids::ProjectId,
+    request: PageRequest,
+    page: Paged<IssueRow>,
+    count: impl FnOnce(&ProjectData) -> Option<i64>,
+) -> ApiResult<IssueConnection> {
+    if let Some(plan) = &page.plan {
+        note_plan(ctx, plan);
+    }
+    // Rows read from derived index rows are loaded in one batch with every other issue
+    // load of this request.
+    let keys: Vec<IssueKey> = page
+        .rows
+        .iter()
+        .filter_map(|(_, row)| match row {
+            IssueRow::Key(key) => Some(key.clone()),
+            IssueRow::Loaded(_) => None,
+        })
+        .collect();
+    let mut loaded: HashMap<IssueKey, Arc<model::Issue>> = if keys.is_empty() {
+        HashMap::new()
+    } else {
+        loader(ctx)?.load_many(keys).await.map_err(ApiError::from)?
+    };
+    let rows: Vec<(String, Row)> = page
+        .rows
+        .into_iter()
+        .filter_map(|(cursor, row)| {
+            let issue = match row {
+                IssueRow::Loaded(issue) => Some(Issue::from(issue)),
+                IssueRow::Key(key) => {
+                    // Shared with the loader's cache, not copied.
+                    let issue = loaded.remove(&key).map(Issue);
+                    if issue.is_none() {
+                        // An index row without its issue: a write was interrupted or is in
+                        // flight. Skip the row rather than fail the page.
+                        tracing::warn!(issue = %key.issue, "index row without its issue");
+                    }
+                    issue
+                }
+            };
+            issue.map(|i| (cursor, rows::Row(i)))
+        })
+        .collect();
+    // The page holds the whole list only when nothing bounds it: paging forward,
+    // `hasPreviousPage` says only whether `after` was given, and a page stopped by
+    // `before` says nothing of what lies beyond it (and backward alike).
+    let whole = !page.has_previous
+        && !page.has_next
+        && page.resume_cursor.is_none()
+        && request.after.is_none()
+        && request.before.is_none();
+    let length = rows.len() as i64;
+    let mut connection = IssueConnection::build(
+        rows,
+        page.has_previous,
+        page.has_next,
+        page.resume_cursor,
+        request.direction,
+    );
+    if ctx.look_ahead().field("totalCount").exists() {
+        // The project is the request's already (it was loaded to check the list), so this
+        // is no read.
+        let data = referenced_project(ctx, project).await?;
+        let counted = count(&data);
+        let whole = whole.then_some(length);
+        connection.total_count = counted.or(whole).map(clamp_count);
+    }
+    Ok(connection)
 }
 
 /// A custom field: an extra typed column defined per project.

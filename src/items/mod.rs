@@ -132,7 +132,9 @@ pub(crate) use mutation::MutationRecordAttr;
 pub use mutation::{decode_mutation_record, mutation_record_item, MutationRecord};
 pub(crate) use sweep::SweepAttr;
 pub use sweep::{decode_sweep, sweep_item, SweepJob, SweepTarget};
-pub use view::{decode_view_owned, view_items, view_row_item};
+pub use view::{
+    decode_view_lookup, decode_view_owned, index_json, retired_json, view_items, view_row_item,
+};
 
 entity! {
     struct TenantItem, enum TenantAttr {
@@ -757,6 +759,7 @@ const SK_ATTR: &str = IssueAttr::Sk.name();
 /// Attributes of the rows this module writes that other modules name in conditions and
 /// updates; spelled here only.
 pub mod attrs {
+    use super::view::ViewAttr;
     use super::{CustomFieldAttr, MutationRecordAttr, ProjectAttr, SweepAttr};
 
     pub const NAME: &str = ProjectAttr::Name.name();
@@ -775,6 +778,12 @@ pub mod attrs {
     /// With a field id after it: a project's count of the issues with a value in that field.
     pub const FILLED_PREFIX: &str = ProjectAttr::Filled.name();
     pub const MATCHED_PREFIX: &str = ProjectAttr::Matched.name();
+    pub const SERVING: &str = ViewAttr::Serving.name();
+    pub const BUILDING: &str = ViewAttr::Building.name();
+    pub const BUILT_THROUGH: &str = ViewAttr::BuiltThrough.name();
+    pub const SCANNED: &str = ViewAttr::Scanned.name();
+    pub const RETIRED: &str = ViewAttr::Retired.name();
+    pub const COLUMNS: &str = ViewAttr::Columns.name();
 }
 
 /// The puts and deletes that turn one set of derived rows into another.

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{check_type, from_item, to_item, types, ItemError};
-use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
+use crate::ids::{FieldId, IssueId, ProjectId, TenantId, ViewId};
 use crate::keys;
 use crate::store::Item;
 
@@ -22,6 +22,10 @@ pub enum SweepTarget {
     /// A SELECT field's cells of options that moved (new sort strings) or were removed
     /// (cleared), then the field's list of what was pending.
     Options { project: ProjectId, field: FieldId },
+    /// A saved view's indexes: the one being built is filled and then serves, retired ones
+    /// (replaced, or all of a deleted view's) are removed with their counters, and a deleted
+    /// view's rows go last.
+    View { project: ProjectId, view: ViewId },
 }
 
 impl SweepTarget {
@@ -31,6 +35,7 @@ impl SweepTarget {
             SweepTarget::Field { field, .. } | SweepTarget::Options { field, .. } => field.as_str(),
             SweepTarget::Project { project, .. } => project.as_str(),
             SweepTarget::Issue { issue, .. } => issue.as_str(),
+            SweepTarget::View { view, .. } => view.as_str(),
         }
     }
 
@@ -80,6 +85,7 @@ pub fn sweep_item(job: &SweepJob) -> Item {
         SweepTarget::Options { project, .. } => ("options", project, None),
         SweepTarget::Project { project, tenant } => ("project", project, Some(tenant.to_string())),
         SweepTarget::Issue { project, .. } => ("issue", project, None),
+        SweepTarget::View { project, .. } => ("view", project, None),
     };
     to_item(&SweepItem {
         pk: key.pk,
@@ -113,6 +119,10 @@ pub fn decode_sweep(item: &Item) -> Result<SweepJob, ItemError> {
         "project" => SweepTarget::Project {
             project,
             tenant: TenantId::parse(raw.tenant.as_deref().unwrap_or_default()).map_err(bad)?,
+        },
+        "view" => SweepTarget::View {
+            project,
+            view: ViewId::parse(&raw.target).map_err(bad)?,
         },
         "issue" => SweepTarget::Issue {
             project,

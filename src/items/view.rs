@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::{check_type, from_owned_item, to_item, types, ItemError};
 use crate::ids::{FieldId, IssueId, ProjectId, ViewId};
 use crate::keys;
-use crate::model::{View, ViewColumn, ViewIndex, ViewKey};
+use crate::model::{BuildProgress, View, ViewColumn, ViewIndex, ViewKey};
 use crate::store::Item;
 
 entity! {
@@ -25,6 +25,15 @@ entity! {
         /// An index being built beside it, as JSON.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         building: Option<String> = Building "Building",
+        /// The num the build of `Building` has passed (it resumes after it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        built_through: Option<u32> = BuiltThrough "BuiltThrough",
+        /// How many issues the build of `Building` has read.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        scanned: Option<u64> = Scanned "Scanned",
+        /// Generations whose rows a sweep has yet to remove, as a JSON array.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retired: Option<String> = Retired "Retired",
         #[serde(default, skip_serializing_if = "Option::is_none")]
         deleted: Option<u64> = Deleted "Deleted",
     }
@@ -71,7 +80,9 @@ struct KeyJson {
     empty_first: bool,
 }
 
-fn index_json(index: &ViewIndex) -> String {
+/// A view index's JSON, as the view row's `Serving` and `Building` hold it (and as the build
+/// conditions its writes on).
+pub fn index_json(index: &ViewIndex) -> String {
     let keys = index
         .keys
         .iter()
@@ -145,6 +156,9 @@ pub fn view_items(view: &View) -> [Item; 2] {
             columns: serde_json::to_string(&columns).unwrap_or_default(),
             serving: view.serving.as_ref().map(index_json),
             building: view.building.as_ref().map(index_json),
+            built_through: view.built.map(|b| b.through),
+            scanned: view.built.map(|b| b.scanned),
+            retired: (!view.retired.is_empty()).then(|| retired_json(&view.retired)),
             deleted: view.deleted.then_some(1),
         }),
         to_item(&ViewLookupItem {
@@ -177,9 +191,35 @@ pub fn decode_view_owned(item: Item) -> Result<View, ItemError> {
         version: raw.version,
         serving: index(&raw.serving).map_err(bad)?,
         building: index(&raw.building).map_err(bad)?,
+        built: match (raw.built_through, raw.scanned) {
+            (None, None) => None,
+            (through, scanned) => Some(BuildProgress {
+                through: through.unwrap_or(0),
+                scanned: scanned.unwrap_or(0),
+            }),
+        },
+        retired: match &raw.retired {
+            None => Vec::new(),
+            Some(text) => {
+                serde_json::from_str(text).map_err(|e| bad(format!("unreadable Retired: {e}")))?
+            }
+        },
         deleted: raw.deleted.is_some(),
         name: raw.name,
     })
+}
+
+/// Reads a view's lookup item: the view's project.
+pub fn decode_view_lookup(item: &Item) -> Result<ProjectId, ItemError> {
+    const E: &str = "view lookup";
+    check_type(item, types::VIEW_LOOKUP, E)?;
+    let raw: ViewLookupItem = super::from_item(item, E)?;
+    ProjectId::parse(&raw.project).map_err(|e| ItemError::new(item, E, e.to_string()))
+}
+
+/// The view row's `Retired` list.
+pub fn retired_json(generations: &[u32]) -> String {
+    serde_json::to_string(generations).unwrap_or_default()
 }
 
 /// An issue's row in generation `generation` of `view`'s index, under sort string `sort`.
@@ -232,6 +272,11 @@ mod tests {
                 }],
                 filter: None,
             }),
+            built: Some(BuildProgress {
+                through: 7,
+                scanned: 5,
+            }),
+            retired: vec![1],
             deleted: false,
         };
         let [definition, lookup] = view_items(&view);

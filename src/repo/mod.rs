@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use crate::auth::Access;
 use crate::filter::Predicate;
-use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
+use crate::ids::{FieldId, IssueId, ProjectId, TenantId, ViewId};
 use crate::items::{self, IssueListRow, ItemError, PartitionRow};
 use crate::keys;
 use crate::model::{Issue, IssueCounts, Project, ProjectData, Tenant};
@@ -92,6 +92,12 @@ pub enum SortField {
     Name,
     State,
     Custom(FieldId),
+    /// A saved view's index (its generation): the order and filter are the view's, in its
+    /// rows' sort strings; pages read its partition ascending.
+    View {
+        view: ViewId,
+        generation: u32,
+    },
 }
 
 /// How a project's issues are sorted.
@@ -419,6 +425,18 @@ impl Repo {
             .transpose()?)
     }
 
+    /// The project a saved view belongs to, from its lookup item (strongly consistent).
+    pub async fn view_project_consistent(
+        &self,
+        id: &ViewId,
+    ) -> Result<Option<ProjectId>, RepoError> {
+        let out = self.store.get_consistent(&keys::view_lookup(id)).await?;
+        Ok(out
+            .item
+            .map(|item| items::decode_view_lookup(&item))
+            .transpose()?)
+    }
+
     /// The projects that custom fields belong to, from their lookup items (one GetItem, or one
     /// BatchGetItem per 100 fields).
     pub async fn field_projects(
@@ -432,6 +450,23 @@ impl Repo {
             let project = items::decode_field_lookup(item)?;
             if let Some(Ok(field)) = items::item_pk(item).map(FieldId::parse) {
                 out.insert(field, project);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The projects of saved views, from their lookup items (as [`Repo::field_projects`]).
+    pub async fn view_projects(
+        &self,
+        ids: &[ViewId],
+    ) -> Result<HashMap<ViewId, ProjectId>, RepoError> {
+        let keys: Vec<_> = ids.iter().map(keys::view_lookup).collect();
+        let found = self.get_items(&keys).await?;
+        let mut out = HashMap::new();
+        for item in &found {
+            let project = items::decode_view_lookup(item)?;
+            if let Some(Ok(view)) = items::item_pk(item).map(ViewId::parse) {
+                out.insert(view, project);
             }
         }
         Ok(out)
@@ -592,6 +627,7 @@ impl Repo {
             SortField::Name => "NAME".to_string(),
             SortField::State => "STATE".to_string(),
             SortField::Custom(f) => format!("CUSTOM_FIELD:{f}"),
+            SortField::View { view, generation } => format!("VIEW:{view}.{generation}"),
         };
         let direction = if sort.ascending { "ASC" } else { "DESC" };
         let mut scope = format!("issues|{tenant}|{project}|{field}|{direction}");
@@ -783,4 +819,22 @@ pub(crate) fn now_millis() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
         .unwrap_or(0)
+}
+
+/// The project is not deleted and its fields (and views) are the ones a write validated
+/// against: every change of a field or a view moves `FieldsVersion` on.
+pub(crate) fn project_unchanged(project: &Project) -> crate::store::Condition {
+    use crate::items::attrs;
+    use crate::store::Condition;
+    let version = items::number(project.fields_version);
+    let fields = if project.fields_version == 0 {
+        // Read as 0 when absent, so both spellings of "no field changes yet" match.
+        Condition::equals_or_missing(attrs::FIELDS_VERSION, version)
+    } else {
+        Condition::equals(attrs::FIELDS_VERSION, version)
+    };
+    Condition::All(vec![
+        Condition::AttributeMissing(attrs::DELETED.into()),
+        fields,
+    ])
 }

@@ -319,6 +319,10 @@ impl KeyRange {
                 .map(|sort| segment(keys::state_partition(project), sort, None))
                 .into_iter()
                 .collect(),
+            SortField::View { view, generation } => values
+                .map(|sort| segment(keys::view_partition(view, *generation), sort, None))
+                .into_iter()
+                .collect(),
             SortField::Custom(field) => {
                 let with_value =
                     values.map(|sort| segment(keys::field_value_partition(field), sort, None));

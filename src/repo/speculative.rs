@@ -122,6 +122,9 @@ impl Repo {
                 && self.access.sees(&data.project.tenant)
                 && match &list.sort.field {
                     SortField::Custom(field) => data.field(field).is_some(),
+                    SortField::View { view, generation } => {
+                        crate::view::readable(data, view).map(|(_, g)| g) == Some(*generation)
+                    }
                     SortField::Num | SortField::Name | SortField::State => true,
                 }
         });

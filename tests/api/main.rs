@@ -21,3 +21,4 @@ mod rows;
 mod select;
 mod sorting;
 mod traces;
+mod views;

@@ -7,7 +7,6 @@
 use std::collections::BTreeMap;
 
 use crate::support::app::{Backend, TestApp};
-use gridgate::app::Settings;
 use gridgate::repo::sweep::{SweepConfig, SweepOutcome, Sweeper};
 use gridgate::repo::verify;
 use gridgate::store::{Index, Query};
@@ -18,23 +17,12 @@ use serde_json::{json, Value};
 const OWNER: &str = "select-test";
 
 fn sweep_config() -> SweepConfig {
-    SweepConfig {
-        owner: OWNER.into(),
-        settle: std::time::Duration::ZERO,
-        ..SweepConfig::default()
-    }
+    crate::support::app::test_sweeps(OWNER)
 }
 
-/// An app whose own sweeps stop before their first batch, so a test sees `REINDEXING`.
+/// An app whose own sweeps stop before their first batch.
 async fn paused_app(backend: Backend) -> TestApp {
-    let settings = Settings {
-        sweep: SweepConfig {
-            stop_after_batches: Some(0),
-            ..sweep_config()
-        },
-        ..Settings::default()
-    };
-    TestApp::spawn_with_settings(backend, settings).await
+    crate::support::app::paused_app(backend, OWNER).await
 }
 
 /// Runs the pending sweeps to the end, as the app would without the pause.

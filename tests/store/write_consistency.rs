@@ -780,6 +780,8 @@ async fn writers_keep_view_indexes_and_their_counters(backend: Backend) {
             filter: Some(r#"{"column":{"field":"STATE"},"eq":"OPEN"}"#.into()),
         }),
         building: None,
+        built: None,
+        retired: Vec::new(),
         deleted: false,
     };
     let [definition, lookup] = items::view_items(&view);

@@ -256,6 +256,30 @@ impl Drop for TestApp {
     }
 }
 
+/// The sweeps of a test that runs some itself: `owner` is its lease owner (shared with the
+/// app's, so the test can finish a job the app claimed and left), and nothing waits for an
+/// index to settle (both test stores update theirs with the table).
+pub fn test_sweeps(owner: &str) -> gridgate::repo::sweep::SweepConfig {
+    gridgate::repo::sweep::SweepConfig {
+        owner: owner.into(),
+        settle: std::time::Duration::ZERO,
+        ..Default::default()
+    }
+}
+
+/// An app whose own sweeps stop before their first batch, so a test sees their work pending
+/// and runs them itself (with [`test_sweeps`] of the same `owner`).
+pub async fn paused_app(backend: Backend, owner: &str) -> TestApp {
+    let settings = Settings {
+        sweep: gridgate::repo::sweep::SweepConfig {
+            stop_after_batches: Some(0),
+            ..test_sweeps(owner)
+        },
+        ..Settings::default()
+    };
+    TestApp::spawn_with_settings(backend, settings).await
+}
+
 /// Runs a test body against both stores: `both_stores!(name, body_fn)` expands to a module
 /// with one `#[tokio::test]` per store.
 #[macro_export]

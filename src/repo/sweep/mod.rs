@@ -26,6 +26,7 @@ use crate::store::{
 };
 
 mod options;
+mod views;
 use options::{Forget, FORGET_ATTEMPTS};
 
 /// How a sweeper works.
@@ -126,14 +127,15 @@ impl Sweeper {
             Claim::Held => return Ok(SweepOutcome::Held),
             Claim::NoJob => return Ok(SweepOutcome::NoJob),
         };
+        let created = job.created.parse::<i64>().unwrap_or(0);
         let mut run = Run {
             sweeper: self,
             job_key: job_key.clone(),
+            created,
             batches: 0,
             stalled: 0,
         };
         let mut done = run.passes(target).await?;
-        let created = job.created.parse::<i64>().unwrap_or(0);
         let settle_ms = i64::try_from(self.config.settle.as_millis()).unwrap_or(i64::MAX);
         let wait = created.saturating_add(settle_ms) - now_millis();
         if done && wait > 0 {
@@ -146,7 +148,9 @@ impl Sweeper {
                 vec![keys::field(project, field), keys::field_lookup(field)]
             }
             SweepTarget::Project { project, tenant } => vec![keys::project(project, tenant)],
-            SweepTarget::Issue { .. } | SweepTarget::Options { .. } => Vec::new(),
+            SweepTarget::Issue { .. } | SweepTarget::Options { .. } | SweepTarget::View { .. } => {
+                Vec::new()
+            }
         };
         let done = match target {
             // The field forgets what was pending only after the settled pass, and only if it
@@ -234,6 +238,8 @@ enum Claim {
 struct Run<'a> {
     sweeper: &'a Sweeper,
     job_key: Key,
+    /// When the job was created (unix ms).
+    created: i64,
     batches: usize,
     /// Rounds in a row that read the same index rows as the round before.
     stalled: u32,
@@ -283,6 +289,7 @@ impl Run<'_> {
             SweepTarget::Project { project, .. } => self.project(project).await,
             SweepTarget::Issue { issue, .. } => self.issue_rows(std::slice::from_ref(issue)).await,
             SweepTarget::Options { project, field } => self.options(project, field).await,
+            SweepTarget::View { project, view } => self.view(project, view).await,
         }
     }
 

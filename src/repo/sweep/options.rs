@@ -171,7 +171,10 @@ impl Run<'_> {
 
     /// The tenant of `project`, from its lookup-free project row: the project partition's
     /// first page (the project row sorts among its field rows by its `SK`, the tenant id).
-    async fn project_tenant(&self, project: &ProjectId) -> Result<Option<TenantId>, RepoError> {
+    pub(super) async fn project_tenant(
+        &self,
+        project: &ProjectId,
+    ) -> Result<Option<TenantId>, RepoError> {
         let query = Query {
             consistent: true,
             sort: SortCondition::BeginsWith("tenant-".into()),

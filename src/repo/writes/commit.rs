@@ -167,8 +167,8 @@ impl Writes {
                             id: result.clone(),
                         });
                     }
-                    if let (Some(target), Some(sweeps)) = (sweep, &self.sweeps) {
-                        sweeps.start(target);
+                    if let Some(sweeps) = &self.sweeps {
+                        sweep.into_iter().for_each(|target| sweeps.start(target));
                     }
                     return Ok(Written {
                         id: result,

@@ -17,6 +17,9 @@
 mod commit;
 mod plan;
 mod validate;
+mod views;
+
+pub use views::{ViewChange, MAX_VIEW_COLUMNS};
 
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
@@ -25,8 +28,8 @@ use std::time::Duration;
 
 pub use commit::RetryPolicy;
 use plan::{
-    bump_fields_version, count_actions, derive, field_unchanged, issue_plan, new_job, project_op,
-    project_unchanged, put_new, set, view_count_actions,
+    build_guards, bump_fields_version, count_actions, derive, field_unchanged, issue_plan, new_job,
+    project_op, project_unchanged, put_new, set, view_count_actions,
 };
 use validate::{
     apply_cells, check_expected, check_fits, parse_cell_ids, valid_name, valid_position,
@@ -149,8 +152,8 @@ struct Plan {
     /// The operation carrying the client's `expectedVersion`, if one was given: its failure
     /// is the client's conflict, not contention to retry.
     guarded: Option<usize>,
-    /// A sweep to start once the transaction committed.
-    sweep: Option<SweepTarget>,
+    /// The sweeps to start once the transaction committed.
+    sweep: Vec<SweepTarget>,
     /// See [`Written::project`].
     project: Option<ProjectData>,
 }
@@ -161,7 +164,7 @@ impl Plan {
             ops,
             result: result.into(),
             guarded: None,
-            sweep: None,
+            sweep: Vec::new(),
             project: None,
         }
     }
@@ -382,7 +385,7 @@ impl Writes {
                 put_new(items::sweep_item(&new_job(target.clone()))),
             ];
             let mut plan = Plan::new(ops, id.to_string());
-            plan.sweep = Some(target);
+            plan.sweep = vec![target];
             Ok(plan)
         })
         .await
@@ -504,7 +507,7 @@ impl Writes {
                     item: definition,
                     condition: Some(field_unchanged(&field)),
                 }];
-                let mut sweep = None;
+                let mut sweep = Vec::new();
                 if updated.options != field.options {
                     // Cell writers check the project's fields version: one that validated a
                     // cell against the old options (or derived its sort string from them)
@@ -525,7 +528,24 @@ impl Writes {
                         item: items::sweep_item(&new_job(target.clone())),
                         condition: None,
                     });
-                    sweep = Some(target);
+                    sweep.push(target);
+                }
+                let order = |f: &CustomField| -> Vec<(String, String, bool)> {
+                    f.options
+                        .iter()
+                        .map(|o| (o.id.clone(), o.key.clone(), o.removed))
+                        .collect()
+                };
+                if order(&updated) != order(&field) {
+                    // Views that sort or filter by the field are rebuilt with the options'
+                    // new order (and without what names a removed option).
+                    let mut after = data.clone();
+                    if let Some(slot) = after.fields.iter_mut().find(|f| f.id == *id) {
+                        *slot = updated.clone();
+                    }
+                    let (view_ops, view_sweeps) = views::dependent_views(&data, &after, id);
+                    ops.extend(view_ops);
+                    sweep.extend(view_sweeps);
                 }
                 let mut plan = Plan::new(ops, id.to_string());
                 plan.sweep = sweep;
@@ -561,7 +581,7 @@ impl Writes {
                     id,
                 )])));
             }
-            let ops = vec![
+            let mut ops = vec![
                 bump,
                 WriteOp::Put {
                     item: definition,
@@ -569,8 +589,15 @@ impl Writes {
                 },
                 put_new(items::sweep_item(&new_job(target.clone()))),
             ];
+            // The views that sort or filter by the field lose those keys and leaves, and are
+            // rebuilt without them; every view stops showing it.
+            let mut after = data.clone();
+            after.fields.retain(|f| f.id != *id);
+            let (view_ops, mut sweeps) = views::dependent_views(&data, &after, id);
+            ops.extend(view_ops);
+            sweeps.insert(0, target);
             let mut plan = Plan::new(ops, id.to_string());
-            plan.sweep = Some(target);
+            plan.sweep = sweeps;
             Ok(plan)
         })
         .await
@@ -704,10 +731,12 @@ impl Writes {
             let (data, issue, stored) = self.live_issue(id).await?;
             let source = keys::issue(id, &issue.project);
             let mut rows: Vec<Key> = stored.iter().filter_map(items::item_key).collect();
+            let indexes = view::indexes(&data);
             let mut counts = count_actions(&data, Some(&issue), None);
-            counts.extend(view_count_actions(&view::indexes(&data), &stored, &[]));
+            counts.extend(view_count_actions(&indexes, &stored, &[]));
+            let guards = build_guards(&indexes, id, &stored, &[]);
             rows.retain(|k| *k != source);
-            let room = MAX_TRANSACT_WRITE - 2 - usize::from(client_id.is_some());
+            let room = MAX_TRANSACT_WRITE - 2 - guards.len() - usize::from(client_id.is_some());
             let mut ops = vec![
                 WriteOp::Delete {
                     key: source,
@@ -720,7 +749,8 @@ impl Writes {
                 // field deleted meanwhile does not get its counter back.
                 project_op(&data.project, project_unchanged(&data.project), counts),
             ];
-            let mut sweep = None;
+            ops.extend(guards);
+            let mut sweep = Vec::new();
             if rows.len() > room {
                 // Keep one slot for the sweep job.
                 rows.truncate(room - 1);
@@ -729,7 +759,7 @@ impl Writes {
                     issue: id.clone(),
                 };
                 ops.push(put_new(items::sweep_item(&new_job(target.clone()))));
-                sweep = Some(target);
+                sweep.push(target);
             }
             ops.extend(rows.into_iter().map(|key| WriteOp::Delete {
                 key,

@@ -4,12 +4,14 @@
 
 use super::validate::check_fits;
 use super::{invalid, Plan, WriteError};
+use crate::ids::IssueId;
 use crate::items::{self, attrs, RowChanges, SweepJob, SweepTarget};
 use crate::keys;
 use crate::model::{CustomField, Issue, IssueCounts, Project, ProjectData};
 use crate::repo::now_millis;
+pub(super) use crate::repo::project_unchanged;
 use crate::repo::RepoError;
-use crate::store::{AttrPath, AttributeValue, Condition, Item, UpdateAction, WriteOp};
+use crate::store::{AttrPath, AttributeValue, Condition, Item, Key, UpdateAction, WriteOp};
 use crate::view;
 
 /// The plan that turns an issue (as its stored `rows`) into `new`: the source row conditioned
@@ -68,8 +70,11 @@ pub(super) fn issue_plan(
         project_unchanged(&data.project),
         counts,
     ));
+    let stored_keys: std::collections::HashSet<Key> =
+        rows.iter().filter_map(items::item_key).collect();
     for item in puts {
-        if items::item_key(&item).as_ref() == Some(&source) {
+        let key = items::item_key(&item);
+        if key.as_ref() == Some(&source) {
             let condition = Condition::equals(attrs::VERSION, items::number(old_version));
             ops.insert(
                 0,
@@ -79,16 +84,15 @@ pub(super) fn issue_plan(
                 },
             );
         } else {
-            ops.push(WriteOp::Put {
-                item,
-                condition: None,
-            });
+            let condition = key.and_then(|k| view_row_condition(&k, stored_keys.contains(&k)));
+            ops.push(WriteOp::Put { item, condition });
         }
     }
     ops.extend(deletes.into_iter().map(|key| WriteOp::Delete {
+        condition: view_row_condition(&key, true),
         key,
-        condition: None,
     }));
+    ops.extend(build_guards(&indexes, &new.id, rows, &new_rows));
     check_fits(input, &ops, client_id.is_some())?;
     let mut plan = Plan::new(ops, new.id.to_string());
     plan.guarded = guarded.then_some(0);
@@ -107,6 +111,45 @@ pub(super) fn derive(
     let mut rows = derive_items(issue, &data.fields)?;
     rows.extend(view::rows(issue, indexes));
     Ok(rows)
+}
+
+/// The condition on a write of a view index row that the stored rows had (`stored`) or not:
+/// it is still there, or still absent. An index being built has a second writer, its build,
+/// which inserts the rows of issues it reads (see `repo::sweep::views`); a writer that planned
+/// from rows read before such an insert must fail and plan again rather than count the row
+/// twice. Other rows (`None`) are the writer's alone.
+fn view_row_condition(key: &Key, stored: bool) -> Option<Condition> {
+    view::row_partition(&key.sk)?;
+    Some(if stored {
+        Condition::Exists
+    } else {
+        Condition::NotExists
+    })
+}
+
+/// For each index being built in which the issue has no row before or after the write: a check
+/// that its build did not insert one meanwhile (which the write would otherwise leave behind,
+/// counted, for an issue the index no longer holds).
+pub(super) fn build_guards(
+    indexes: &[view::CheckedIndex],
+    issue: &IssueId,
+    stored: &[Item],
+    new: &[Item],
+) -> Vec<WriteOp> {
+    let has = |rows: &[Item], key: &Key| {
+        rows.iter()
+            .any(|r| items::item_key(r).as_ref() == Some(key))
+    };
+    indexes
+        .iter()
+        .filter(|index| index.building)
+        .map(|index| index.row_key(issue))
+        .filter(|key| !has(stored, key) && !has(new, key))
+        .map(|key| WriteOp::ConditionCheck {
+            key,
+            condition: Condition::NotExists,
+        })
+        .collect()
 }
 
 /// The view index counters' changes (`Matched:<partition>`) for an issue whose rows go from
@@ -212,21 +255,6 @@ pub(super) fn put_new(item: Item) -> WriteOp {
         item,
         condition: Some(Condition::NotExists),
     }
-}
-
-/// The project is not deleted and its fields are the ones the write validated against.
-pub(super) fn project_unchanged(project: &Project) -> Condition {
-    let version = items::number(project.fields_version);
-    let fields = if project.fields_version == 0 {
-        // Read as 0 when absent, so both spellings of "no field changes yet" match.
-        Condition::equals_or_missing(attrs::FIELDS_VERSION, version)
-    } else {
-        Condition::equals(attrs::FIELDS_VERSION, version)
-    };
-    Condition::All(vec![
-        Condition::AttributeMissing(attrs::DELETED.into()),
-        fields,
-    ])
 }
 
 /// The field row still holds what the write read: its `Version` (or none, for rows other tools
