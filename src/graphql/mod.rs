@@ -15,7 +15,7 @@ mod request;
 mod rows;
 pub mod types;
 mod values;
-mod views;
+pub(crate) mod views;
 
 use async_graphql::{Context, EmptySubscription, Object, Schema, ID};
 

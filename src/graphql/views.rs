@@ -71,6 +71,7 @@ pub struct ViewOrder {
     pub field: IssueOrderField,
     /// The custom field, with `CUSTOM_FIELD`.
     pub custom_field_id: Option<ID>,
+    /// Ascending or descending.
     pub direction: OrderDirection,
     /// Where issues without a value go (custom fields; `LAST` for the other columns).
     pub empty: EmptyPlacement,
@@ -281,6 +282,7 @@ fn progress(data: &ProjectData, view: &model::View) -> (u64, u64) {
 /// The input of `createView`.
 #[derive(InputObject)]
 pub struct CreateViewInput {
+    /// The project whose issues the view lists.
     pub project_id: ID,
     /// The tab's label: 1 to 500 characters after trimming.
     pub name: String,
@@ -300,37 +302,49 @@ pub struct CreateViewInput {
 /// The input of `updateView`: what is given changes, what is left out stays.
 #[derive(InputObject)]
 pub struct UpdateViewInput {
+    /// The view to change.
     pub id: ID,
+    /// A new label: 1 to 500 characters after trimming.
     pub name: Option<String>,
     /// A new order builds a new index beside the one serving (see `View.status`).
     pub order_by: Option<Vec<IssueOrder>>,
     /// A new filter (null: none) builds a new index beside the one serving.
     pub filter: MaybeUndefined<IssueFilter>,
+    /// The custom fields the view shows, in order.
     pub columns: Option<Vec<ID>>,
+    /// The view's place among the project's views.
     pub position: Option<i64>,
     /// Refuse with `CONFLICT` unless the view is at this version.
     pub expected_version: Option<i64>,
+    /// As for every mutation: echoed, and a retry with the same id and input returns the first
+    /// result.
     pub client_mutation_id: Option<String>,
 }
 
 /// The input of `deleteView`.
 #[derive(InputObject)]
 pub struct DeleteViewInput {
+    /// The view to delete.
     pub id: ID,
+    /// As for every mutation: echoed, and a retry with the same id returns the first result.
     pub client_mutation_id: Option<String>,
 }
 
 /// The result of `createView` and `updateView`.
 #[derive(SimpleObject)]
 pub struct ViewPayload {
+    /// The view as written, read back strongly consistently.
     pub view: View,
+    /// The input's `clientMutationId`.
     pub client_mutation_id: Option<String>,
 }
 
 /// The result of `deleteView`.
 #[derive(SimpleObject)]
 pub struct DeleteViewPayload {
+    /// The id of the view deleted.
     pub deleted_id: ID,
+    /// The input's `clientMutationId`.
     pub client_mutation_id: Option<String>,
 }
 

@@ -960,6 +960,10 @@ fn valid_input(mutation: &str) -> Value {
             json!({"issueId": ISSUE, "values": [{"fieldId": SIGN_OFF, "value": "x"}]})
         }
         "deleteIssue" => json!({"id": ISSUE}),
+        "createView" => json!({"projectId": BRIDGE, "name": "V", "orderBy": [{"field": "NAME"}],
+                               "filter": {"column": {"field": "STATE"}, "eq": "OPEN"}, "columns": [SIGN_OFF]}),
+        "updateView" => json!({"id": "xview-01", "name": "W"}),
+        "deleteView" => json!({"id": "xview-01"}),
         other => panic!("the matrix has no valid input for `{other}`: add one"),
     }
 }

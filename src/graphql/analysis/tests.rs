@@ -594,6 +594,7 @@ mod inputs {
     use super::super::TypeMap;
     use crate::graphql::args::{IssueColumn, IssueFilter, IssueOrder};
     use crate::graphql::mutation::*;
+    use crate::graphql::views::{CreateViewInput, DeleteViewInput, UpdateViewInput};
     use async_graphql::parser::types::Type;
     use async_graphql::Name;
     use async_graphql_value::ConstValue;
@@ -632,6 +633,9 @@ mod inputs {
         "options",
         "label",
         "color",
+        "orderBy",
+        "filter",
+        "columns",
         "bogus",
     ];
     const TEXTS: &[&str] = &[
@@ -703,7 +707,15 @@ mod inputs {
             "SelectOptionInput" => serde_json::json!({"id": "opt-1", "label": "l", "color": "red"}),
             "CreateTenantInput" => serde_json::json!({"name": "n"}),
             "CreateProjectInput" => serde_json::json!({"tenantId": "t", "name": "n"}),
-            "DeleteIssueInput" | "DeleteProjectInput" | "DeleteCustomFieldInput" => {
+            "CreateViewInput" => serde_json::json!({
+                "projectId": "p", "name": "n", "orderBy": [{"field": "NUM"}],
+                "filter": {"column": {"field": "STATE"}, "eq": "OPEN"}, "columns": ["x"]
+            }),
+            "UpdateViewInput" => serde_json::json!({"id": "i", "filter": null, "columns": []}),
+            "DeleteIssueInput"
+            | "DeleteProjectInput"
+            | "DeleteCustomFieldInput"
+            | "DeleteViewInput" => {
                 serde_json::json!({"id": "i", "clientMutationId": "c"})
             }
             _ => serde_json::json!({"id": "i", "name": "n"}),
@@ -785,6 +797,9 @@ mod inputs {
         delete_project: DeleteProjectInput,
         create_tenant: CreateTenantInput,
         update_tenant: UpdateTenantInput,
+        create_view: CreateViewInput,
+        update_view: UpdateViewInput,
+        delete_view: DeleteViewInput,
     );
 
     #[test]
@@ -792,7 +807,7 @@ mod inputs {
         let sdl = crate::graphql::sdl();
         let declared = sdl.matches("\ninput ").count() + usize::from(sdl.starts_with("input "));
         assert_eq!(
-            declared, 17,
+            declared, 20,
             "a new input type needs its line in `agreement!`"
         );
     }

@@ -115,8 +115,9 @@ pub(super) fn check_fits(
         return Err(invalid(
             input,
             format!(
-                "this change touches {count} rows, more than the {MAX_TRANSACT_WRITE} one atomic \
-                 write may: set fewer values per call"
+                "this change touches {count} rows (the project, the issue's own 3, one per cell \
+                 with a value and one per saved view index it is in), more than the \
+                 {MAX_TRANSACT_WRITE} one atomic write may: set fewer values per call"
             ),
         ));
     }

@@ -42,7 +42,8 @@ impl Writes {
         if change.keys.is_none() {
             return Err(invalid("orderBy", "a view sorts by 1 to 3 keys"));
         }
-        let (project, name) = (&project, &name);
+        let columns = parse_columns(change.columns.as_deref())?.unwrap_or_default();
+        let (project, name, columns) = (&project, &name, &columns);
         self.execute(
             client_id,
             "createView",
@@ -62,7 +63,7 @@ impl Writes {
                     id: id.clone(),
                     project: project.clone(),
                     name: name.clone(),
-                    columns: checked_columns(&data, change.columns.as_deref())?,
+                    columns: checked_columns(&data, columns)?,
                     position: position.unwrap_or_else(|| {
                         data.views
                             .iter()
@@ -113,7 +114,8 @@ impl Writes {
             .map(|n| valid_name("name", n))
             .transpose()?;
         let position = change.position.map(valid_position).transpose()?;
-        let (id, name) = (&id, &name);
+        let columns = parse_columns(change.columns.as_deref())?;
+        let (id, name, columns) = (&id, &name, &columns);
         self.execute(
             client_id,
             "updateView",
@@ -128,8 +130,8 @@ impl Writes {
                 if let Some(position) = position {
                     updated.position = position;
                 }
-                if let Some(columns) = &change.columns {
-                    updated.columns = checked_columns(&data, Some(columns))?;
+                if let Some(columns) = columns {
+                    updated.columns = checked_columns(&data, columns)?;
                 }
                 if change.keys.is_some() || change.filter.is_some() {
                     let current = view.definition();
@@ -376,12 +378,12 @@ fn checked_index(
     Ok(index)
 }
 
-/// The custom fields a view shows: the project's, each once.
-fn checked_columns(
-    data: &ProjectData,
-    columns: Option<&[String]>,
-) -> Result<Vec<FieldId>, WriteError> {
-    let columns = columns.unwrap_or_default();
+/// The custom field ids a view shows, parsed before anything is read: each once, at most
+/// [`MAX_VIEW_COLUMNS`].
+fn parse_columns(columns: Option<&[String]>) -> Result<Option<Vec<FieldId>>, WriteError> {
+    let Some(columns) = columns else {
+        return Ok(None);
+    };
     if columns.len() > MAX_VIEW_COLUMNS {
         return Err(invalid(
             "columns",
@@ -392,18 +394,25 @@ fn checked_columns(
     for (i, text) in columns.iter().enumerate() {
         let path = format!("columns[{i}]");
         let id = FieldId::parse(text).map_err(|e| invalid(&path, e.to_string()))?;
-        if data.field(&id).is_none() {
-            return Err(invalid(
-                path,
-                format!("{id} is not a custom field of {}", data.project.id),
-            ));
-        }
         if ids.contains(&id) {
             return Err(invalid(path, format!("{id} appears more than once")));
         }
         ids.push(id);
     }
-    Ok(ids)
+    Ok(Some(ids))
+}
+
+/// The columns, each one of the project's fields.
+fn checked_columns(data: &ProjectData, columns: &[FieldId]) -> Result<Vec<FieldId>, WriteError> {
+    for (i, id) in columns.iter().enumerate() {
+        if data.field(id).is_none() {
+            return Err(invalid(
+                format!("columns[{i}]"),
+                format!("{id} is not a custom field of {}", data.project.id),
+            ));
+        }
+    }
+    Ok(columns.to_vec())
 }
 
 /// The filter an index keeps, as written.
