@@ -46,6 +46,18 @@ impl CheckedIndex {
         index: &ViewIndex,
         project: &ProjectData,
     ) -> Result<CheckedIndex, ViewError> {
+        let building = view.building.as_ref() == Some(index);
+        CheckedIndex::check_for(&view.id, building, index, project)
+    }
+
+    /// [`CheckedIndex::check`] of an index of view `view` (`building` or not) that may not be
+    /// written yet: what a view's edit checks before writing it.
+    pub fn check_for(
+        view: &ViewId,
+        building: bool,
+        index: &ViewIndex,
+        project: &ProjectData,
+    ) -> Result<CheckedIndex, ViewError> {
         if index.keys.is_empty() || index.keys.len() > keys::MAX_VIEW_KEYS {
             return Err(ViewError::KeyCount(index.keys.len()));
         }
@@ -68,19 +80,17 @@ impl CheckedIndex {
                 Ok((column, key.descending, key.empty_first))
             })
             .collect::<Result<Vec<_>, ViewError>>()?;
-        let filter = match &index.filter {
+        let filter = match filter_of(index)? {
             None => None,
-            Some(text) => {
-                let spec: Spec = serde_json::from_str(text)
-                    .map_err(|e| ViewError::UnreadableFilter(e.to_string()))?;
+            Some(spec) => {
                 let types = |id: &FieldId| project.field(id).map(CellType::of);
                 Some(spec.check("filter", &project.project.id, &types)?)
             }
         };
         Ok(CheckedIndex {
-            view: view.id.clone(),
+            view: view.clone(),
             generation: index.generation,
-            building: view.building.as_ref() == Some(index),
+            building,
             keys,
             filter,
         })
@@ -154,6 +164,35 @@ pub fn readable<'a>(project: &'a ProjectData, id: &ViewId) -> Option<(&'a View, 
     let index = view.readable()?;
     CheckedIndex::check(view, index, project).ok()?;
     Some((view, index.generation))
+}
+
+/// The filter an index keeps, as written (`None`: no filter).
+pub fn filter_of(index: &ViewIndex) -> Result<Option<Spec>, ViewError> {
+    index
+        .filter
+        .as_deref()
+        .map(|text| {
+            serde_json::from_str(text).map_err(|e| ViewError::UnreadableFilter(e.to_string()))
+        })
+        .transpose()
+}
+
+/// Whether `index` sorts or filters by custom field `field`.
+pub fn names(index: &ViewIndex, field: &FieldId) -> bool {
+    index
+        .keys
+        .iter()
+        .any(|k| matches!(&k.column, ViewColumn::Custom(id) if id == field))
+        || filter_of(index)
+            .ok()
+            .flatten()
+            .is_some_and(|f| f.mentions(field))
+}
+
+/// The filter as an index keeps it: `filter::Spec`'s JSON.
+pub fn filter_text(spec: &Spec) -> String {
+    // Strings, booleans, lists and objects: serializing cannot fail.
+    serde_json::to_string(spec).unwrap_or_default()
 }
 
 /// The `GSI1` partition of generation `generation` of `view`'s index (which also names its

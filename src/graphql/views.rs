@@ -14,7 +14,6 @@ use super::prefetch::{self, PageKey};
 use super::request::{repo, FieldTypeCache};
 use super::types::{issue_connection, IssueConnection, Project};
 use super::values::{clamp_count, clamp_i32, clamp_version};
-use crate::ids::FieldId;
 use crate::model::{self, ProjectData, ViewColumn, ViewKey};
 use crate::paging::{PageArgs, PageRequest};
 use crate::repo::writes::ViewChange;
@@ -276,7 +275,8 @@ fn progress(data: &ProjectData, view: &model::View) -> (u64, u64) {
         .counts
         .as_ref()
         .map_or(scanned, |c| c.issues.max(0) as u64);
-    (scanned.min(total.max(scanned)), total.max(scanned))
+    // Issues created during the build can take `scanned` past the count read.
+    (scanned, total.max(scanned))
 }
 
 /// The input of `createView`.
@@ -348,38 +348,31 @@ pub struct DeleteViewPayload {
     pub client_mutation_id: Option<String>,
 }
 
-/// The write layer's view of a view's order (checked there against the project's fields).
+/// The write layer's view of a view's order (checked there against the project's fields):
+/// each key read as `Project.issues` reads its `orderBy`, refusals naming the key.
 fn keys_of(order: &[IssueOrder]) -> Result<Vec<ViewKey>, ApiError> {
     order
         .iter()
         .enumerate()
         .map(|(i, o)| {
-            let column = match (o.field, &o.custom_field_id) {
-                (IssueOrderField::CustomField, Some(id)) => {
-                    ViewColumn::Custom(FieldId::parse(id).map_err(|e| {
-                        ApiError::BadUserInput(format!("input.orderBy[{i}].customFieldId: {e}"))
-                    })?)
-                }
-                (IssueOrderField::CustomField, None) => {
-                    return Err(ApiError::BadUserInput(format!(
-                        "input.orderBy[{i}]: CUSTOM_FIELD needs `customFieldId`"
-                    )))
-                }
-                (_, Some(_)) => {
-                    return Err(ApiError::BadUserInput(format!(
-                        "input.orderBy[{i}]: `customFieldId` only applies to field CUSTOM_FIELD"
-                    )))
-                }
-                (IssueOrderField::Num, None) => ViewColumn::Num,
-                (IssueOrderField::Name, None) => ViewColumn::Name,
-                (IssueOrderField::State, None) => ViewColumn::State,
+            let sort = o.unchecked_sort().map_err(|e| {
+                let message = e.message();
+                let message = message.strip_prefix("orderBy: ").unwrap_or(message);
+                ApiError::BadUserInput(format!("input.orderBy[{i}]: {message}"))
+            })?;
+            let column = match sort.field {
+                SortField::Num => ViewColumn::Num,
+                SortField::Name => ViewColumn::Name,
+                SortField::State => ViewColumn::State,
+                SortField::Custom(id) => ViewColumn::Custom(id),
+                // An `IssueOrder` names a column, never a view's index.
+                SortField::View { .. } => return Err(ApiError::Internal),
             };
-            let custom = matches!(column, ViewColumn::Custom(_));
             Ok(ViewKey {
-                column,
-                descending: o.direction == OrderDirection::Desc,
                 // Only a custom field has empty cells.
-                empty_first: custom && o.empty == EmptyPlacement::First,
+                empty_first: sort.empty_first && matches!(column, ViewColumn::Custom(_)),
+                column,
+                descending: !sort.ascending,
             })
         })
         .collect()

@@ -80,6 +80,11 @@ struct Snapshot {
     /// Each project's saved views, and their indexes once checked (see [`Snapshot::prepare`]).
     views: HashMap<ProjectId, Vec<crate::model::View>>,
     view_indexes: HashMap<ProjectId, Vec<view::CheckedIndex>>,
+    /// Each view's partitions other than the serving one (being built, retired, or all of a
+    /// deleted view's), by the view's id: its sweep's work while its job is pending.
+    view_work: Vec<(crate::ids::ViewId, Vec<String>)>,
+    /// The partitions of `view_work` whose job is pending: not checked (see `prepare`).
+    in_work: HashSet<String>,
 }
 
 fn gsi1sk(item: &Item) -> Option<String> {
@@ -219,6 +224,17 @@ impl Snapshot {
             }
             Some(types::VIEW) => {
                 let found = items::decode_view_owned(item)?;
+                let serving = found.serving.as_ref().filter(|_| !found.deleted);
+                let work = found
+                    .building
+                    .iter()
+                    .chain(found.serving.iter().filter(|_| found.deleted))
+                    .map(|i| i.generation)
+                    .chain(found.retired.iter().copied())
+                    .filter(|g| serving.is_none_or(|s| s.generation != *g))
+                    .map(|g| view::partition(&found.id, g))
+                    .collect();
+                self.view_work.push((found.id.clone(), work));
                 if !found.deleted {
                     self.views
                         .entry(found.project.clone())
@@ -248,6 +264,11 @@ impl Snapshot {
     /// Checks every project's view indexes against its live fields, once, for the issues'
     /// checks to derive their view rows with.
     fn prepare(&mut self) {
+        for (view, partitions) in &self.view_work {
+            if self.pending_sweeps.contains(view.as_str()) {
+                self.in_work.extend(partitions.iter().cloned());
+            }
+        }
         for (id, (project, _)) in &self.projects {
             let data = ProjectData {
                 project: project.clone(),
@@ -262,7 +283,13 @@ impl Snapshot {
                 retired: Vec::new(),
                 views: self.views.get(id).cloned().unwrap_or_default(),
             };
-            self.view_indexes.insert(id.clone(), view::indexes(&data));
+            // An index being built is complete only once its build swaps it in, and retired
+            // ones are on their way out: while the view's job is pending, its sweep owns them.
+            let indexes = view::indexes(&data)
+                .into_iter()
+                .filter(|i| !self.in_work.contains(&i.partition()))
+                .collect();
+            self.view_indexes.insert(id.clone(), indexes);
         }
     }
 
@@ -397,7 +424,9 @@ impl Snapshot {
         let mut actual = project.counts.clone();
         if let Some(actual) = &mut actual {
             actual.filled.retain(|_, n| *n != 0);
-            actual.matched.retain(|_, n| *n != 0);
+            actual
+                .matched
+                .retain(|p, n| *n != 0 && !self.in_work.contains(p));
         }
         if actual.as_ref() == Some(&expected) {
             return;
@@ -572,11 +601,16 @@ impl Snapshot {
             sort,
             Some(&keys::issue_sort(issue.num)),
         );
-        let stored: &[Item] = self
+        // Rows of view partitions a pending view sweep owns are its to write or remove.
+        let stored: Vec<Item> = self
             .index_rows
             .get(issue.id.as_str())
-            .map(Vec::as_slice)
-            .unwrap_or_default();
+            .into_iter()
+            .flatten()
+            .filter(|row| items::item_key(row).is_none_or(|k| !self.in_work.contains(&k.sk)))
+            .cloned()
+            .collect();
+        let stored = stored.as_slice();
         let actual: HashMap<Key, &Item> = stored
             .iter()
             .filter_map(|item| Some((items::item_key(item)?, item)))

@@ -494,6 +494,8 @@ async fn a_view_builds_resumably_and_refuses_pages_until_ready(backend: Backend)
     assert_eq!(half["status"], "BUILDING");
     assert_eq!(half["progress"], json!({"scanned": 10, "total": 17}));
     assert_eq!(index_rows(&app, &id, 1).await, 10);
+    // Half-built, the index is its build's: `verify` checks only what serves.
+    assert_clean(&app).await;
     app.data(
         r#"mutation($i: ID!, $f: ID!) { setIssueFieldValues(input: {issueId: $i, values: [{fieldId: $f, value: "42"}]}) { issue { id } } }"#,
         json!({"i": rows[15].id, "f": estimate}),
@@ -614,7 +616,118 @@ async fn view_inputs_are_checked(backend: Backend) {
     assert_clean(&app).await;
 }
 
+/// A view sorted by a SELECT field follows the options' order: moving an option rebuilds
+/// the view with its keys kept (its rows' sort strings change), adding one rebuilds nothing,
+/// and removing one drops the filter leaf that named it.
+async fn option_edits_rebuild_the_views_that_name_the_field(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let (project, _, _) = project(&app).await;
+    let parts = "id options { id label }";
+    let field = app
+        .data(
+            &format!(
+                r#"mutation($p: ID!) {{ createCustomField(input: {{projectId: $p, name: "Stage", type: SELECT,
+                    options: [{{label: "a"}}, {{label: "b"}}, {{label: "c"}}]}}) {{ customField {{ {parts} }} }} }}"#
+            ),
+            json!({"p": project}),
+        )
+        .await["createCustomField"]["customField"]
+        .clone();
+    let id = field["id"].as_str().unwrap().to_string();
+    let option = |label: &str| {
+        field["options"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["label"] == label)
+            .unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (a, b, c) = (option("a"), option("b"), option("c"));
+    for (name, value) in [("one", &c), ("two", &a), ("three", &b), ("four", &a)] {
+        app.data(
+            r#"mutation($p: ID!, $n: String!, $v: [FieldValueInput!]) {
+                createIssue(input: {projectId: $p, name: $n, fieldValues: $v}) { issue { id } } }"#,
+            json!({"p": project, "n": name, "v": [{"fieldId": id, "value": value}]}),
+        )
+        .await;
+    }
+    let by_stage = json!([{"field": "CUSTOM_FIELD", "customFieldId": id}]);
+    let view = create_view(
+        &app,
+        &project,
+        json!({"name": "By stage", "orderBy": by_stage}),
+    )
+    .await;
+    let view = view["id"].as_str().unwrap().to_string();
+    let filtered = create_view(
+        &app,
+        &project,
+        json!({"name": "Not b", "orderBy": [{"field": "NUM"}],
+               "filter": {"and": [{"column": {"field": "CUSTOM_FIELD", "customFieldId": id}, "ne": b},
+                                  {"column": {"field": "NAME"}, "startsWith": "t"}]}}),
+    )
+    .await;
+    let filtered = filtered["id"].as_str().unwrap().to_string();
+    app.sweeps_idle().await;
+    assert_eq!(
+        page_forward(&app, &project, &view, 10).await,
+        (vec![2, 4, 3, 1], 4)
+    );
+    assert_eq!(
+        page_forward(&app, &project, &filtered, 10).await,
+        (vec![2], 1)
+    );
+    let set_options = |options: Value| {
+        let app = &app;
+        let id = id.clone();
+        async move {
+            app.data(
+                r#"mutation($f: ID!, $o: [SelectOptionInput!]) {
+                    updateCustomField(input: {id: $f, options: $o}) { customField { id } } }"#,
+                json!({"f": id, "o": options}),
+            )
+            .await;
+        }
+    };
+    // Adding an option moves nothing: no view is rebuilt.
+    set_options(json!([{"id": a, "label": "a"}, {"id": b, "label": "b"}, {"id": c, "label": "c"}, {"label": "d"}])).await;
+    assert_eq!(read_view(&app, &project, &view).await["version"], 1);
+    // Moving `c` first rebuilds the view with its key kept.
+    set_options(json!([{"id": c, "label": "c"}, {"id": a, "label": "a"}, {"id": b, "label": "b"}]))
+        .await;
+    app.sweeps_idle().await;
+    let rebuilt = read_view(&app, &project, &view).await;
+    assert_eq!(rebuilt["status"], "READY");
+    assert_eq!(rebuilt["orderBy"][0]["customFieldId"], json!(id));
+    assert_eq!(
+        page_forward(&app, &project, &view, 10).await,
+        (vec![1, 2, 4, 3], 4)
+    );
+    assert_eq!(index_rows(&app, &view, 1).await, 0);
+    // Removing `b` clears its cell and drops the leaf that named it; the other leaf stays.
+    set_options(json!([{"id": c, "label": "c"}, {"id": a, "label": "a"}])).await;
+    app.sweeps_idle().await;
+    let pruned = read_view(&app, &project, &filtered).await;
+    assert_eq!(
+        pruned["filter"],
+        json!({"and": [{"column": {"field": "NAME"}, "startsWith": "t"}]})
+    );
+    assert_eq!(
+        page_forward(&app, &project, &filtered, 10).await,
+        (vec![2, 3], 2)
+    );
+    assert_eq!(
+        page_forward(&app, &project, &view, 10).await,
+        (vec![1, 2, 4, 3], 4)
+    );
+    assert_clean(&app).await;
+}
+
 crate::both_stores!(
+    option_edits_rebuild_the_views_that_name_the_field,
     views_page_sort_filter_and_count,
     a_view_builds_resumably_and_refuses_pages_until_ready,
     view_inputs_are_checked,

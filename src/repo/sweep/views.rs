@@ -48,6 +48,8 @@ impl Run<'_> {
             return Ok(true);
         };
         if definition.deleted {
+            // Rows written just before the tombstone reach `GSI1` within the settle delay.
+            self.settle_after(self.created).await;
             let generations: Vec<u32> = definition
                 .indexes()
                 .map(|i| i.generation)
@@ -62,13 +64,22 @@ impl Run<'_> {
                 .delete_keys(&[keys::view(project, view), keys::view_lookup(view)])
                 .await;
         }
-        if definition.building.is_some() && !self.build(project, view).await? {
-            return Ok(false);
+        // Retired generations go once the change that retired them has settled in `GSI1`: the
+        // edit that put this job, or the swap this run makes.
+        let mut retired_at = self.created;
+        if definition.building.is_some() {
+            if !self.build(project, view).await? {
+                return Ok(false);
+            }
+            retired_at = now_millis();
         }
         // The retired list as it is now (the swap just added the index it replaced).
         let Some(definition) = self.view_row(project, view).await? else {
             return Ok(true);
         };
+        if !definition.retired.is_empty() {
+            self.settle_after(retired_at).await;
+        }
         for generation in definition.retired.clone() {
             if !self.retire(project, view, generation).await? {
                 return Ok(false);
@@ -120,30 +131,47 @@ impl Run<'_> {
         // Issues written before the view was created reached the table before its job did;
         // `GSI1` (eventually consistent on DynamoDB) lists them once it settled. Later writes
         // keep the index themselves.
-        let wait = self.created.saturating_add(self.settle_ms()) - now_millis();
-        if wait > 0 {
-            // Background work waiting out the index's propagation delay, not synchronisation.
-            tokio::time::sleep(Duration::from_millis(wait as u64)).await;
-        }
+        self.settle_after(self.created).await;
         let batch = self.sweeper.config.batch.clamp(1, BUILD_BATCH);
         let mut attempts = 0u32;
+        // The project and the view as read, kept from batch to batch (each commit checks them
+        // unchanged) and read again only after a batch that failed.
+        let mut state = None;
         loop {
-            let Some((data, definition, index)) = self.build_state(project, view).await? else {
-                return Ok(true);
-            };
-            let checked = match CheckedIndex::check(&definition, &index, &data) {
-                Ok(checked) => checked,
-                Err(e) => {
-                    // A field it names was deleted: that deletion gives the view a new index
-                    // (and puts this job again), so this run stops here.
-                    tracing::warn!(view = %view, error = %e, "view index no longer checks");
-                    return Ok(false);
+            let (data, definition, index, checked, progress) = match state.take() {
+                Some(state) => state,
+                None => {
+                    let Some((data, definition, index)) = self.build_state(project, view).await?
+                    else {
+                        return Ok(true);
+                    };
+                    let checked = match CheckedIndex::check(&definition, &index, &data) {
+                        Ok(checked) => checked,
+                        Err(e) => {
+                            // A field it names was deleted: that deletion gives the view a new
+                            // index (and puts this job again), so this run stops here.
+                            tracing::warn!(view = %view, error = %e, "view index no longer checks");
+                            return Ok(false);
+                        }
+                    };
+                    // A SELECT field whose options sweep is still re-keying or clearing cells
+                    // would give rows its sweep then changes under the index: the build waits
+                    // for it (the options job, queued first, normally ran already).
+                    if data
+                        .fields
+                        .iter()
+                        .any(|f| f.reindexing() && crate::view::names(&index, &f.id))
+                    {
+                        tracing::info!(view = %view, "view build waits for an options sweep");
+                        return Ok(false);
+                    }
+                    let progress = definition.built.unwrap_or_default();
+                    (data, definition, index, checked, progress)
                 }
             };
             if !self.next_batch().await? {
                 return Ok(false);
             }
-            let progress = definition.built.unwrap_or_default();
             let query = Query {
                 limit: Some(batch as u32),
                 sort: SortCondition::Gt(keys::issue_sort(progress.through)),
@@ -163,9 +191,14 @@ impl Run<'_> {
             };
             if self.write_batch(ops).await? {
                 attempts = 0;
-                if issues.is_empty() {
+                let Some(last) = issues.last() else {
                     return Ok(true);
-                }
+                };
+                let progress = BuildProgress {
+                    through: last.num,
+                    scanned: progress.scanned + issues.len() as u64,
+                };
+                state = Some((data, definition, index, checked, progress));
                 continue;
             }
             // A writer changed an issue (or the project, or the view) since it was read: plan
@@ -322,6 +355,15 @@ impl Run<'_> {
         }
         // The list changed: the job was put again with it, and its next run removes the rest.
         Ok(false)
+    }
+
+    /// Waits until the settle delay after `at` (unix ms) has passed.
+    async fn settle_after(&self, at: i64) {
+        let wait = at.saturating_add(self.settle_ms()) - now_millis();
+        if wait > 0 {
+            // Background work waiting out the index's propagation delay, not synchronisation.
+            tokio::time::sleep(Duration::from_millis(wait as u64)).await;
+        }
     }
 
     fn settle_ms(&self) -> i64 {

@@ -19,6 +19,7 @@ mod plan;
 mod validate;
 mod views;
 
+use views::FieldChange;
 pub use views::{ViewChange, MAX_VIEW_COLUMNS};
 
 use std::collections::BTreeMap;
@@ -29,7 +30,7 @@ use std::time::Duration;
 pub use commit::RetryPolicy;
 use plan::{
     build_guards, bump_fields_version, count_actions, derive, field_unchanged, issue_plan, new_job,
-    project_op, project_unchanged, put_new, set, view_count_actions,
+    project_op, project_unchanged, put_new, set, view_count_actions, view_row_condition,
 };
 use validate::{
     apply_cells, check_expected, check_fits, parse_cell_ids, valid_name, valid_position,
@@ -530,20 +531,22 @@ impl Writes {
                     });
                     sweep.push(target);
                 }
-                let order = |f: &CustomField| -> Vec<(String, String, bool)> {
-                    f.options
-                        .iter()
-                        .map(|o| (o.id.clone(), o.key.clone(), o.removed))
-                        .collect()
-                };
-                if order(&updated) != order(&field) {
+                // An option moved (its key changed) or removed; an added option re-keys
+                // nothing, and a view's rows do not change with it.
+                let reordered = field.options.iter().any(|old| {
+                    updated
+                        .option(&old.id)
+                        .is_none_or(|new| new.key != old.key || new.removed != old.removed)
+                });
+                if reordered {
                     // Views that sort or filter by the field are rebuilt with the options'
                     // new order (and without what names a removed option).
                     let mut after = data.clone();
                     if let Some(slot) = after.fields.iter_mut().find(|f| f.id == *id) {
                         *slot = updated.clone();
                     }
-                    let (view_ops, view_sweeps) = views::dependent_views(&data, &after, id);
+                    let (view_ops, view_sweeps) =
+                        views::dependent_views(&data, &after, id, FieldChange::OptionsReordered);
                     ops.extend(view_ops);
                     sweep.extend(view_sweeps);
                 }
@@ -593,7 +596,8 @@ impl Writes {
             // rebuilt without them; every view stops showing it.
             let mut after = data.clone();
             after.fields.retain(|f| f.id != *id);
-            let (view_ops, mut sweeps) = views::dependent_views(&data, &after, id);
+            let (view_ops, mut sweeps) =
+                views::dependent_views(&data, &after, id, FieldChange::Deleted);
             ops.extend(view_ops);
             sweeps.insert(0, target);
             let mut plan = Plan::new(ops, id.to_string());
@@ -761,9 +765,11 @@ impl Writes {
                 ops.push(put_new(items::sweep_item(&new_job(target.clone()))));
                 sweep.push(target);
             }
+            // View rows as everywhere: removed only as the writer read them (see
+            // `view_row_condition`).
             ops.extend(rows.into_iter().map(|key| WriteOp::Delete {
+                condition: view_row_condition(&key, true),
                 key,
-                condition: None,
             }));
             let mut plan = Plan::new(ops, id.to_string());
             plan.sweep = sweep;

@@ -118,7 +118,7 @@ pub(super) fn derive(
 /// which inserts the rows of issues it reads (see `repo::sweep::views`); a writer that planned
 /// from rows read before such an insert must fail and plan again rather than count the row
 /// twice. Other rows (`None`) are the writer's alone.
-fn view_row_condition(key: &Key, stored: bool) -> Option<Condition> {
+pub(super) fn view_row_condition(key: &Key, stored: bool) -> Option<Condition> {
     view::row_partition(&key.sk)?;
     Some(if stored {
         Condition::Exists

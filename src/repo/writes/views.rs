@@ -241,41 +241,61 @@ pub(super) fn dependent_views(
     before: &ProjectData,
     after: &ProjectData,
     field: &FieldId,
+    change: FieldChange,
 ) -> (Vec<WriteOp>, Vec<SweepTarget>) {
     let mut ops = Vec::new();
     let mut sweeps = Vec::new();
     for view in &before.views {
-        let names = |index: &ViewIndex| {
-            index
-                .keys
-                .iter()
-                .any(|k| k.column == ViewColumn::Custom(field.clone()))
-                || stored_filter(index).is_some_and(|f| f.mentions(field))
-        };
         let mut updated = view.clone();
         updated.columns.retain(|c| after.field(c).is_some());
-        if let Some(index) = view.definition().filter(|i| names(i)) {
-            redefine(&mut updated, without_field(after, index, field), true);
+        if let Some(index) = view.definition().filter(|i| view::names(i, field)) {
+            redefine(
+                &mut updated,
+                without_field(after, index, field, change),
+                true,
+            );
         }
         if updated == *view {
             continue;
         }
         updated.version += 1;
         ops.push(rewrite(view, &updated));
-        let target = view_target(&updated);
-        ops.push(put_job(target.clone()));
-        sweeps.push(target);
+        // Only a new index is the sweep's work (a view that merely stops showing the field
+        // leaves a build under way alone).
+        if updated.building != view.building {
+            let target = view_target(&updated);
+            ops.push(put_job(target.clone()));
+            sweeps.push(target);
+        }
     }
     (ops, sweeps)
 }
 
-/// `index` without `field`: its keys on the field dropped (a view left without keys sorts by
-/// num ascending), and its filter's leaves that no longer check dropped (see `Spec::prune`).
-fn without_field(after: &ProjectData, index: &ViewIndex, field: &FieldId) -> ViewIndex {
+/// What happened to the field views depend on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum FieldChange {
+    /// Deleted: its keys and leaves go.
+    Deleted,
+    /// A SELECT field's options moved or were removed: its keys stay (their rows' sort
+    /// strings change), and leaves naming a removed option go.
+    OptionsReordered,
+}
+
+/// `index` after `change` of `field`: a deleted field's keys dropped (a view left without
+/// keys sorts by num ascending), and the filter's leaves that no longer check against `after`
+/// dropped (see `Spec::prune`).
+fn without_field(
+    after: &ProjectData,
+    index: &ViewIndex,
+    field: &FieldId,
+    change: FieldChange,
+) -> ViewIndex {
     let mut keys: Vec<ViewKey> = index
         .keys
         .iter()
-        .filter(|k| k.column != ViewColumn::Custom(field.clone()))
+        .filter(|k| {
+            change == FieldChange::OptionsReordered || k.column != ViewColumn::Custom(field.clone())
+        })
         .cloned()
         .collect();
     if keys.is_empty() {
@@ -290,7 +310,7 @@ fn without_field(after: &ProjectData, index: &ViewIndex, field: &FieldId) -> Vie
     ViewIndex {
         generation: 0,
         keys,
-        filter: filter.map(|f| spec_json(&f)),
+        filter: filter.map(|f| view::filter_text(&f)),
     }
 }
 
@@ -325,16 +345,6 @@ fn checked_index(
     generation: u32,
 ) -> Result<ViewIndex, WriteError> {
     let keys = keys.unwrap_or_default();
-    if keys.is_empty() || keys.len() > keys::MAX_VIEW_KEYS {
-        return Err(invalid(
-            "orderBy",
-            format!(
-                "a view sorts by 1 to {} keys, not {}",
-                keys::MAX_VIEW_KEYS,
-                keys.len()
-            ),
-        ));
-    }
     for (i, key) in keys.iter().enumerate() {
         if keys[..i].iter().any(|k| k.column == key.column) {
             return Err(invalid(
@@ -342,37 +352,20 @@ fn checked_index(
                 "the view already sorts by this column",
             ));
         }
-        if let ViewColumn::Custom(id) = &key.column {
-            if data.field(id).is_none() {
-                return Err(invalid(
-                    format!("orderBy[{i}].customFieldId"),
-                    format!("{id} is not a custom field of {}", data.project.id),
-                ));
-            }
-        }
     }
     let index = ViewIndex {
         generation,
         keys: keys.to_vec(),
-        filter: filter.as_ref().map(spec_json),
+        filter: filter.as_ref().map(view::filter_text),
     };
-    // The same check every writer and the build make (the filter's limits, its columns and
-    // operands), reported with the filter's path.
-    let probe = View {
-        id: view.clone(),
-        project: data.project.id.clone(),
-        name: String::new(),
-        columns: Vec::new(),
-        position: 0,
-        version: 0,
-        serving: None,
-        building: None,
-        built: None,
-        retired: Vec::new(),
-        deleted: false,
-    };
-    CheckedIndex::check(&probe, &index, data).map_err(|e| match e {
+    // The same check every writer and the build make (the keys' fields, the filter's limits,
+    // columns and operands), reported with the input's path.
+    CheckedIndex::check_for(view, true, &index, data).map_err(|e| match e {
         view::ViewError::Filter(e) => invalid(e.path, e.message),
+        view::ViewError::UnknownKeyField(i, id) => invalid(
+            format!("orderBy[{i}].customFieldId"),
+            format!("{id} is not a custom field of {}", data.project.id),
+        ),
         other => invalid("orderBy", other.to_string()),
     })?;
     Ok(index)
@@ -415,21 +408,13 @@ fn checked_columns(data: &ProjectData, columns: &[FieldId]) -> Result<Vec<FieldI
     Ok(columns.to_vec())
 }
 
-/// The filter an index keeps, as written.
-pub(crate) fn stored_filter(index: &ViewIndex) -> Option<Spec> {
-    let text = index.filter.as_deref()?;
-    match serde_json::from_str(text) {
-        Ok(spec) => Some(spec),
-        Err(e) => {
-            tracing::error!(error = %e, "a view's stored filter is unreadable");
-            None
-        }
-    }
-}
-
-fn spec_json(spec: &Spec) -> String {
-    // Strings, booleans, lists and objects: serializing cannot fail.
-    serde_json::to_string(spec).unwrap_or_default()
+/// The filter an index keeps, as written; an unreadable one (which no writer keeps either)
+/// is logged and read as none.
+fn stored_filter(index: &ViewIndex) -> Option<Spec> {
+    view::filter_of(index).unwrap_or_else(|e| {
+        tracing::error!(error = %e, "a view's stored filter is unreadable");
+        None
+    })
 }
 
 fn view_target(view: &View) -> SweepTarget {
