@@ -45,16 +45,63 @@ async fn project_with_field(w: &Writes) -> (String, String) {
 
 const WRITERS: usize = 64;
 
+/// A saved view as `createView` takes it.
+async fn create_view(app: &TestApp, project: &str, input: Value) -> String {
+    let mut input = input;
+    input["projectId"] = json!(project);
+    app.data(
+        "mutation($i: CreateViewInput!) { createView(input: $i) { view { id } } }",
+        json!({"i": input}),
+    )
+    .await["createView"]["view"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
 /// 64 tasks at once, each creating an issue in one project and then editing two cells: one of
 /// its own issue and one of an issue another task created (contention on the project's
 /// counter and on hot issues, without `expectedVersion`). Numbers must come out 1..64, every
 /// edit must apply exactly once, and `verify` must find no drift.
+///
+/// Three saved views watch the project: two (one filtered) built before the writers start, and
+/// a third created while they write, so its build races them. Afterwards each view's rows are
+/// exactly the reference computed from the issues' source rows, in its order, and each count
+/// is exact.
 async fn concurrent_writers_keep_numbers_unique_and_rows_consistent(backend: Backend) {
     use std::collections::HashMap;
     use std::sync::Mutex;
     let app = Arc::new(TestApp::spawn(backend).await);
     let w = writes(&app.store);
     let (project, field) = project_with_field(&w).await;
+    let by_field = create_view(
+        &app,
+        &project,
+        json!({"name": "by estimate", "orderBy": [
+            {"field": "CUSTOM_FIELD", "customFieldId": field, "direction": "DESC", "empty": "FIRST"},
+            {"field": "NAME"}]}),
+    )
+    .await;
+    let high = create_view(
+        &app,
+        &project,
+        json!({"name": "high", "orderBy": [{"field": "NAME", "direction": "DESC"}],
+               "filter": {"column": {"field": "CUSTOM_FIELD", "customFieldId": field}, "gte": "1000"}}),
+    )
+    .await;
+    app.sweeps_idle().await;
+    let racing = {
+        let (app, project, field) = (app.clone(), project.clone(), field.clone());
+        tokio::spawn(async move {
+            create_view(
+                &app,
+                &project,
+                json!({"name": "built while writing", "orderBy": [
+                    {"field": "CUSTOM_FIELD", "customFieldId": field}, {"field": "NUM", "direction": "DESC"}]}),
+            )
+            .await
+        })
+    };
     let create = r#"mutation($p: ID!, $n: String!) { createIssue(input: {projectId: $p, name: $n}) { issue { id num } } }"#;
     let edit = r#"mutation($i: ID!, $f: ID!, $v: String) { setIssueFieldValues(input: {issueId: $i, values: [{fieldId: $f, value: $v}]}) { issue { version } } }"#;
     let created: Arc<Mutex<Vec<String>>> = Arc::default();
@@ -108,6 +155,93 @@ async fn concurrent_writers_keep_numbers_unique_and_rows_consistent(backend: Bac
             1 + count,
             "{id}"
         );
+    }
+    let racing = racing.await.expect("view task");
+    app.sweeps_idle().await;
+    // The reference, from the issues' source rows.
+    let all = app
+        .data(
+            r#"query($p: ID!) { project(id: $p) { issues(first: 100) { nodes { num name fieldValues { value } } } } }"#,
+            json!({"p": project}),
+        )
+        .await;
+    let rows: Vec<(i64, String, Option<i64>)> = all["project"]["issues"]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            let value = n["fieldValues"][0]["value"]
+                .as_str()
+                .map(|v| v.parse().unwrap());
+            (
+                n["num"].as_i64().unwrap(),
+                n["name"].as_str().unwrap().to_string(),
+                value,
+            )
+        })
+        .collect();
+    assert_eq!(rows.len(), WRITERS);
+    type Row = (i64, String, Option<i64>);
+    let reference = |keep: &dyn Fn(&Row) -> bool,
+                     order: &dyn Fn(&Row, &Row) -> std::cmp::Ordering| {
+        let mut kept: Vec<&Row> = rows.iter().filter(|r| keep(r)).collect();
+        kept.sort_by(|a, b| order(a, b));
+        kept.into_iter().map(|r| r.0).collect::<Vec<i64>>()
+    };
+    let estimate_desc_empty_first = |a: &Row, b: &Row| match (a.2, b.2) {
+        (None, None) => std::cmp::Ordering::Equal,
+        (None, Some(_)) => std::cmp::Ordering::Less,
+        (Some(_), None) => std::cmp::Ordering::Greater,
+        (Some(x), Some(y)) => y.cmp(&x),
+    };
+    let expected = [
+        (
+            &by_field,
+            reference(&|_| true, &|a, b| {
+                estimate_desc_empty_first(a, b)
+                    .then(a.1.to_lowercase().cmp(&b.1.to_lowercase()))
+                    .then(b.0.cmp(&a.0))
+            }),
+        ),
+        (
+            &high,
+            reference(&|r| r.2.is_some_and(|v| v >= 1000), &|a, b| {
+                b.1.to_lowercase()
+                    .cmp(&a.1.to_lowercase())
+                    .then(b.0.cmp(&a.0))
+            }),
+        ),
+        (
+            &racing,
+            reference(&|_| true, &|a, b| {
+                // Ascending, empty cells last; ties by the second key, num descending.
+                match (a.2, b.2) {
+                    (None, None) => std::cmp::Ordering::Equal,
+                    (None, Some(_)) => std::cmp::Ordering::Greater,
+                    (Some(_), None) => std::cmp::Ordering::Less,
+                    (Some(x), Some(y)) => x.cmp(&y),
+                }
+                .then(b.0.cmp(&a.0))
+            }),
+        ),
+    ];
+    for (view, expected) in expected {
+        let page = app
+            .data(
+                r#"query($p: ID!, $v: ID!) { project(id: $p) { view(id: $v) { status issues(first: 100) { totalCount nodes { num } } } } }"#,
+                json!({"p": project, "v": view}),
+            )
+            .await;
+        let page = &page["project"]["view"];
+        assert_eq!(page["status"], "READY");
+        let nums: Vec<i64> = page["issues"]["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["num"].as_i64().unwrap())
+            .collect();
+        assert_eq!(nums, expected, "view {view}");
+        assert_eq!(page["issues"]["totalCount"], expected.len(), "view {view}");
     }
     let drift = verify::verify(&app.store, None).await.unwrap();
     let stats = app.app.gateway().write_stats();
