@@ -4,8 +4,12 @@
 //! units and calls with 0, 5 and 20 views whose keys hold the edited field, or do not.
 //!
 //! ```text
-//! cargo run --release --example view_figures -- /tmp/views 10000
+//! cargo run --release --example view_figures -- embedded /tmp/views 10000 20
+//! cargo run --release --example view_figures -- dynamodb http://127.0.0.1:8000 10000 5
 //! ```
+//!
+//! The last argument is the most views the cell-edit figures go up to (0, 5, then 20);
+//! 0 skips them.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -14,6 +18,7 @@ use std::time::{Duration, Instant};
 use gridgate::graphql::{Gateway, GatewayOptions};
 use gridgate::repo::sweep::{SweepConfig, Sweeper};
 use gridgate::seed::{self, Synthetic};
+use gridgate::store::dynamodb::{DynamoConfig, DynamoStore, SdkSettings};
 use gridgate::store::embedded::EmbeddedStore;
 use gridgate::store::{CostMeter, DynStore, Metered};
 use serde_json::{json, Value};
@@ -22,13 +27,35 @@ type Error = Box<dyn std::error::Error>;
 
 fn main() -> Result<(), Error> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [dir, issues] = &args[..] else {
-        return Err("usage: view_figures DIR ISSUES".into());
+    let [kind, place, issues, views] = &args[..] else {
+        return Err("usage: view_figures embedded DIR|dynamodb ENDPOINT ISSUES MAX_VIEWS".into());
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    rt.block_on(run(Path::new(dir), issues.parse()?))
+    rt.block_on(async {
+        let store: DynStore = match kind.as_str() {
+            "embedded" => {
+                let dir = Path::new(place);
+                let _ = std::fs::remove_dir_all(dir);
+                std::fs::create_dir_all(dir)?;
+                Arc::new(EmbeddedStore::open(dir, "views")?)
+            }
+            "dynamodb" => Arc::new(
+                DynamoStore::connect_with(
+                    DynamoConfig {
+                        table: format!("view-figures-{}", std::process::id()),
+                        endpoint: Some(place.clone()),
+                        local_credentials: true,
+                    },
+                    SdkSettings::default(),
+                )
+                .await?,
+            ),
+            _ => return Err("the store is `embedded` or `dynamodb`".into()),
+        };
+        run(store, issues.parse()?, views.parse()?).await
+    })
 }
 
 async fn call(gateway: &Gateway, query: &str, variables: Value) -> Result<(Value, Value), Error> {
@@ -61,11 +88,9 @@ async fn build(store: &DynStore) -> Result<(Duration, Value), Error> {
     ))
 }
 
-async fn run(dir: &Path, issues: u32) -> Result<(), Error> {
-    let _ = std::fs::remove_dir_all(dir);
-    std::fs::create_dir_all(dir)?;
-    let store: DynStore = Arc::new(EmbeddedStore::open(dir, "views")?);
+async fn run(store: DynStore, issues: u32, max_views: usize) -> Result<(), Error> {
     store.ensure_table().await?;
+    let started = Instant::now();
     let params = Synthetic {
         projects: 1,
         issues,
@@ -73,6 +98,7 @@ async fn run(dir: &Path, issues: u32) -> Result<(), Error> {
         seed: 1,
     };
     let created = seed::synthetic(&store, params, |_| {}).await?;
+    println!("seeded {issues} issues in {:?}", started.elapsed());
     let project = created[0].project.clone();
     let gateway = Gateway::new(store.clone(), GatewayOptions::default(), None);
     let (data, _) = call(
@@ -212,6 +238,9 @@ async fn run(dir: &Path, issues: u32) -> Result<(), Error> {
             Ok::<(), Error>(())
         }
     };
+    if max_views == 0 {
+        return Ok(());
+    }
     // Delete the two views first, so the counts are exact.
     for id in [&view, &few] {
         call(
@@ -224,7 +253,7 @@ async fn run(dir: &Path, issues: u32) -> Result<(), Error> {
     build(&store).await?;
     measure(0).await?;
     let mut made = 0;
-    for target in [5usize, 20] {
+    for target in [5usize, 20].into_iter().filter(|t| *t <= max_views) {
         while made < target {
             create(
                 format!("v{made}"),
