@@ -236,6 +236,39 @@ body_filtered "{\"field\":\"CUSTOM_FIELD\",\"customFieldId\":\"$FIELD\"}" \
     "{\"column\":{\"field\":\"CUSTOM_FIELD\",\"customFieldId\":\"$FIELD\"},\"gte\":\"$RANGE_LO\",\"lt\":\"$RANGE_HI\"}" >"$WORK/FR.json"
 jq -nc '{query: "{ __typename }"}' >"$WORK/TYPENAME.json"
 
+# The saved-view page (issue 22): a view sorted by the same field descending, then by name,
+# created on each gridgate (its id differs between them) and read from its own index: the view
+# Query beside the project, then the issues (the raw baseline reads the same partition). The
+# Node gateway has no views.
+GRID_VIEW='query Grid($p: ID!, $first: Int, $v: ID!) {
+  project(id: $p) {
+    customFields { id name type position }
+    view(id: $v) { issues(first: $first) {
+      edges { cursor node { id num name state fieldValues { field { id } value } } }
+      pageInfo { hasNextPage endCursor }
+    } }
+  }
+}'
+make_view() {   # url -> the new view's id, once its index is built
+    local url="$1" id status
+    id="$(jq -nc --arg p "$PROJECT" --arg f "$FIELD" '{query: "mutation($p: ID!, $f: ID!) { createView(input: {projectId: $p, name: \"bench\", orderBy: [{field: CUSTOM_FIELD, customFieldId: $f, direction: DESC}, {field: NAME}]}) { view { id } } }", variables: {p: $p, f: $f}}' \
+        | curl -sf "$url" -H 'content-type: application/json' --data-binary @- | jq -r '.data.createView.view.id')"
+    [ -n "$id" ] && [ "$id" != null ] || die "could not create a view on $url"
+    for _ in $(seq 1 600); do
+        status="$(jq -nc --arg p "$PROJECT" --arg v "$id" '{query: "query($p: ID!, $v: ID!) { project(id: $p) { view(id: $v) { status } } }", variables: {p: $p, v: $v}}' \
+            | curl -sf "$url" -H 'content-type: application/json' --data-binary @- | jq -r '.data.project.view.status')"
+        [ "$status" = READY ] && { echo "$id"; return; }
+        sleep 0.1   # the view builds in the background; poll its status
+    done
+    die "the view on $url did not get READY"
+}
+body_view() { jq -nc --arg q "$GRID_VIEW" --arg p "$PROJECT" --argjson first "$FIRST" --arg v "$1" \
+    '{query: $q, variables: {p: $p, first: $first, v: $v}}'; }
+VIEW_DDB="$(make_view "$GG_DDB_URL")"
+VIEW_EMB="$(make_view "$GG_EMB_URL")"
+body_view "$VIEW_DDB" >"$WORK/VW-gridgate-ddb.json"
+body_view "$VIEW_EMB" >"$WORK/VW-embedded.json"
+
 # Every contender must return the same page (the same rows and cells as gridgate on DynamoDB),
 # without errors: a benchmark of a wrong answer is worthless.
 PAGE='{fields: .data.project.customFields, rows: [.data.project.issues.edges[].node], next: .data.project.issues.pageInfo.hasNextPage, errors}'
@@ -252,6 +285,13 @@ check_pages() {
                 || die "$url does not return gridgate's $order page: $(post "$url" "$WORK/$order.json" | head -c 600)"
         done
     done
+    # The view page: both gridgates return the CF-descending, name order's rows.
+    local VIEW_PAGE='{fields: .data.project.customFields, rows: [.data.project.view.issues.edges[].node | del(.cursor)], next: .data.project.view.issues.pageInfo.hasNextPage, errors}'
+    reference="$(post "$GG_DDB_URL" "$WORK/VW-gridgate-ddb.json" | jq -S "$VIEW_PAGE")"
+    [ "$(jq '.rows | length' <<<"$reference")" = "$FIRST" ] && [ "$(jq '.errors' <<<"$reference")" = null ] \
+        || die "gridgate's view page is not a full page: $(head -c 500 <<<"$reference")"
+    [ "$(post "$GG_EMB_URL" "$WORK/VW-embedded.json" | jq -S "$VIEW_PAGE")" = "$reference" ] \
+        || die "the embedded gridgate does not return the same view page"
 }
 check_pages
 CALLS_NUM="$(post "$GG_DDB_URL" "$WORK/NUM.json" | jq '.extensions.cost.dynamodbCalls')"
@@ -259,6 +299,8 @@ CALLS_CF="$(post "$GG_DDB_URL" "$WORK/CF.json" | jq '.extensions.cost.dynamodbCa
 CALLS_FR="$(post "$GG_DDB_URL" "$WORK/FR.json" | jq '.extensions.cost.dynamodbCalls')"
 RCU_CF="$(post "$GG_DDB_URL" "$WORK/CF.json" | jq '.extensions.cost.readCapacityUnits')"
 RCU_FR="$(post "$GG_DDB_URL" "$WORK/FR.json" | jq '.extensions.cost.readCapacityUnits')"
+CALLS_VW="$(post "$GG_DDB_URL" "$WORK/VW-gridgate-ddb.json" | jq '.extensions.cost.dynamodbCalls')"
+RCU_VW="$(post "$GG_DDB_URL" "$WORK/VW-gridgate-ddb.json" | jq '.extensions.cost.readCapacityUnits')"
 log "pages agree; gridgate makes $CALLS_NUM DynamoDB calls per NUM page, $CALLS_CF per custom-field page"
 
 # ---- the interleaved run -------------------------------------------------------------------
@@ -268,10 +310,12 @@ RUNS="$WORK/runs.tsv"   # contender order round requests seconds p50_ms p99_ms c
 
 # wrk against a server: $1 contender, $2 order (body file stem), $3 url, $4 pid, $5 round, $6 seconds
 run_wrk() {
-    local name="$1" order="$2" url="$3" pid="$4" round="$5" seconds="$6" load before after out
+    local name="$1" order="$2" url="$3" pid="$4" round="$5" seconds="$6" load before after out body
+    body="$WORK/$order.json"
+    [ -f "$WORK/$order-$name.json" ] && body="$WORK/$order-$name.json"   # the view page: per server
     load="$(load1)"
     before="$(cpu_ticks "$pid")"
-    out="$(WRK_BODY_FILE="$WORK/$order.json" wrk -t"$THREADS" -c"$CONNECTIONS" -d"${seconds}s" --timeout 10s \
+    out="$(WRK_BODY_FILE="$body" wrk -t"$THREADS" -c"$CONNECTIONS" -d"${seconds}s" --timeout 10s \
         -s benches/wrk_post.lua "$url" | tail -n 1)"
     after="$(cpu_ticks "$pid")"
     [ "$round" = 0 ] && return   # warm-up
@@ -286,6 +330,7 @@ run_baseline() {
     local order="$1" round="$2" load out arg=NUM range=()
     [ "$order" = CF ] && arg="$FIELD"
     [ "$order" = FR ] && arg="$FIELD" && range=("--range=$RANGE_LO,$RANGE_HI")
+    [ "$order" = VW ] && arg="$VIEW_DDB"
     load="$(load1)"
     out="$("$BASELINE" --endpoint "$ENDPOINT" --table "$TABLE" --project "$PROJECT" --order "$arg" "${range[@]}" \
         --first "$FIRST" --concurrency "$CONNECTIONS" --seconds "$ROUND_SECONDS" --warmup 1)"
@@ -299,6 +344,7 @@ SLOTS=(
     "baseline CF" "gridgate-ddb CF" "node CF"
     "embedded NUM" "embedded CF" "embedded TYPENAME"
     "baseline FR" "gridgate-ddb FR" "embedded FR"
+    "baseline VW" "gridgate-ddb VW" "embedded VW"
 )
 run_slot() {
     local name="$1" order="$2" round="$3" seconds="$4"
@@ -365,6 +411,9 @@ P6_CF="$(ratio "$(get embedded CF 5)" "$(get embedded TYPENAME 5)")"
 P3_FR="$(ratio "$(get gridgate-ddb FR 3)" "$(get baseline FR 3)")"
 P6_FR="$(ratio "$(get embedded FR 5)" "$(get embedded TYPENAME 5)")"
 RCU_RATIO="$(ratio "$RCU_FR" "$RCU_CF")"
+P3_VW="$(ratio "$(get gridgate-ddb VW 3)" "$(get baseline VW 3)")"
+P6_VW="$(ratio "$(get embedded VW 5)" "$(get embedded TYPENAME 5)")"
+RCU_VW_RATIO="$(ratio "$RCU_VW" "$RCU_CF")"
 S_DDB="$(jq '.median_ms' <<<"$STARTUP_DDB")"
 S_EMB="$(jq '.median_ms' <<<"$STARTUP_EMB")"
 LOADS="$(awk -F'\t' 'NR == 1 || $9 < lo { lo = $9 } NR == 1 || $9 > hi { hi = $9 } END { print lo "–" hi }' "$RUNS")"
@@ -404,6 +453,14 @@ REPORT="$WORK/report.md"
     echo "| P6 embedded: grid rps / \`{ __typename }\` rps | $P6_FR | ≥ 0.15 | $(verdict "$P6_FR" ge 0.15) |"
     echo "| Range reads: RCU of the FR page / RCU of the CF page of as many rows | $RCU_RATIO | ≤ 1.10 | $(verdict "$RCU_RATIO" le 1.10) |"
     echo
+    echo "Saved-view page (VW): a view by the same field descending, then name, read from its own index ($CALLS_VW calls, $RCU_VW RCU). The Node gateway has no views."
+    echo
+    echo "| Goal | Measured (VW) | Target | VW |"
+    echo "|---|---|---|---|"
+    echo "| P3 gateway overhead: gridgate p50 / raw SDK p50 | $P3_VW | ≤ 1.15 | $(verdict "$P3_VW" le 1.15) |"
+    echo "| P6 embedded: grid rps / \`{ __typename }\` rps | $P6_VW | ≥ 0.15 | $(verdict "$P6_VW" ge 0.15) |"
+    echo "| Page cost: RCU of the VW page / RCU of the CF page of as many rows | $RCU_VW_RATIO | ≤ 1.10 | $(verdict "$RCU_VW_RATIO" le 1.10) |"
+    echo
     echo "| Contender | Order | p50 ms | p99 ms | req/s | CPU ms/req | peak RSS MB |"
     echo "|---|---|---|---|---|---|---|"
     detail "raw SDK baseline (in process, no HTTP)" baseline NUM ""
@@ -418,6 +475,9 @@ REPORT="$WORK/report.md"
     detail "raw SDK baseline (in process, no HTTP)" baseline FR ""
     detail "gridgate, dynamodb store" gridgate-ddb FR ""
     detail "gridgate, embedded store" embedded FR ""
+    detail "raw SDK baseline (in process, no HTTP)" baseline VW ""
+    detail "gridgate, dynamodb store" gridgate-ddb VW ""
+    detail "gridgate, embedded store" embedded VW ""
     echo
     echo "Start-up runs (ms): dynamodb $(jq -c '.runs_ms' <<<"$STARTUP_DDB"), embedded $(jq -c '.runs_ms' <<<"$STARTUP_EMB")."
 } >"$REPORT"

@@ -13,8 +13,9 @@
 //! valgrind --tool=callgrind $B run /tmp/grid 60 NUM   # difference / 40 is one page
 //! ```
 //!
-//! `ORDER` is `NUM`, `CF` (the second custom field, descending) or `FR` (CF with a range on
-//! that field, compare.sh's filtered page); pages have 50 rows.
+//! `ORDER` is `NUM`, `CF` (the second custom field, descending), `FR` (CF with a range on
+//! that field, compare.sh's filtered page) or `VW` (a saved view by CF descending, then name,
+//! compare.sh's view page, built on first use); pages have 50 rows.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -31,7 +32,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// Where `seed` leaves the project's id for `run`.
 const PROJECT_FILE: &str = "project-id";
 
-const USAGE: &str = "usage: grid_instructions seed DIR | run DIR PAGES NUM|CF|FR";
+const USAGE: &str = "usage: grid_instructions seed DIR | run DIR PAGES NUM|CF|FR|VW";
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -90,6 +91,11 @@ async fn prepare(
         "customFieldId": field,
         "direction": "DESC",
     });
+    if order == "VW" {
+        let view = view_of(&gateway, &project["id"], field).await?;
+        let variables = serde_json::json!({"p": project["id"], "first": 50, "v": view});
+        return Ok((gateway, async_graphql::Variables::from_json(variables)));
+    }
     let (order, filter) = match order {
         "NUM" => (serde_json::json!({"field": "NUM"}), serde_json::Value::Null),
         "CF" => (by_field, serde_json::Value::Null),
@@ -110,6 +116,63 @@ async fn prepare(
     }
     Ok((gateway, async_graphql::Variables::from_json(variables)))
 }
+
+/// The project's first view (created and built here when there is none).
+async fn view_of(
+    gateway: &Gateway,
+    project: &serde_json::Value,
+    field: &serde_json::Value,
+) -> Result<String, Box<dyn std::error::Error>> {
+    let run = |query: &str, variables: serde_json::Value| {
+        gateway.execute(
+            async_graphql::Request::new(query)
+                .variables(async_graphql::Variables::from_json(variables)),
+        )
+    };
+    let views = serde_json::to_value(
+        run(
+            "query($p: ID!) { project(id: $p) { views { id status } } }",
+            serde_json::json!({"p": project}),
+        )
+        .await
+        .data,
+    )?;
+    if let Some(id) = views["project"]["views"][0]["id"].as_str() {
+        return Ok(id.to_string());
+    }
+    let created = serde_json::to_value(
+        run(
+            r#"mutation($p: ID!, $f: ID!) { createView(input: {projectId: $p, name: "bench",
+                orderBy: [{field: CUSTOM_FIELD, customFieldId: $f, direction: DESC}, {field: NAME}]}) { view { id } } }"#,
+            serde_json::json!({"p": project, "f": field}),
+        )
+        .await
+        .data,
+    )?;
+    let id = created["createView"]["view"]["id"]
+        .as_str()
+        .ok_or("createView failed")?
+        .to_string();
+    let config = gridgate::repo::sweep::SweepConfig {
+        settle: std::time::Duration::ZERO,
+        ..Default::default()
+    };
+    gridgate::repo::sweep::Sweeper::new(gateway.store().clone(), config)
+        .run_pending()
+        .await?;
+    Ok(id)
+}
+
+/// compare.sh's view page.
+const VIEW_PAGE_QUERY: &str = r#"query Grid($p: ID!, $first: Int, $v: ID!) {
+  project(id: $p) {
+    customFields { id name type position }
+    view(id: $v) { issues(first: $first) {
+      edges { cursor node { id num name state fieldValues { field { id } value } } }
+      pageInfo { hasNextPage endCursor }
+    } }
+  }
+}"#;
 
 /// The grid page's query; with a `filter` argument for the filtered page.
 fn query(filtered: bool) -> String {
@@ -136,7 +199,11 @@ fn run_pages(
     let filtered = variables
         .get("filter")
         .is_some_and(|f| *f != async_graphql::Value::Null);
-    let query = query(filtered);
+    let query = if variables.get("v").is_some() {
+        VIEW_PAGE_QUERY.to_string()
+    } else {
+        query(filtered)
+    };
     for _ in 0..pages + 3 {
         let request = async_graphql::Request::new(query.as_str()).variables(variables.clone());
         // As the HTTP handler runs it: rows stay the JSON text they were written as.

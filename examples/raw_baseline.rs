@@ -284,10 +284,16 @@ async fn main() -> Result<(), Error> {
     let args = Args::parse();
     let value_partition = match args.order.as_str() {
         "NUM" => None,
+        // A saved view's first index (generation 1): its rows, then their issues, as a
+        // custom-field page reads them.
+        view if view.starts_with("xview-") => Some(gridgate::view::partition(
+            &gridgate::ids::ViewId::parse(view)?,
+            1,
+        )),
         field => {
             let part = field
                 .strip_prefix("xattrib-")
-                .ok_or("--order is NUM or a custom field id (xattrib-…)")?;
+                .ok_or("--order is NUM, a custom field id (xattrib-…) or a view id (xview-…)")?;
             Some(format!("xvalue-{part}"))
         }
     };
