@@ -745,7 +745,60 @@ mod tests {
             Just(AttributeValue::S(types::CUSTOM_FIELD.into())),
             Just(AttributeValue::S("int".into())),
             Just(AttributeValue::S("bogus".into())),
+            Just(AttributeValue::S(types::VIEW.into())),
+            Just(AttributeValue::S("[\"xattrib-3812\"]".into())),
+            Just(AttributeValue::S(r#"{"generation":2,"keys":[{"column":"NUM","descending":true,"emptyFirst":false}]}"#.into())),
         ]
+    }
+
+    /// A project row with its counters kept: issues, open, filled cells and view counters.
+    fn counted_project() -> Project {
+        Project {
+            counts: Some(IssueCounts {
+                issues: 7,
+                open: 3,
+                filled: [(FieldId::parse("xattrib-3812").unwrap(), 5)].into(),
+                matched: [("xvrow-01.1".to_string(), 2), ("xvrow-01.2".to_string(), 0)].into(),
+            }),
+            ..sample_project()
+        }
+    }
+
+    /// A saved view's row, with a serving and a building index, progress and retired ones.
+    fn sample_view_item() -> Item {
+        use crate::ids::ViewId;
+        use crate::model::{BuildProgress, View, ViewColumn, ViewIndex, ViewKey};
+        let field = FieldId::parse("xattrib-3812").unwrap();
+        let index = |generation, filter: Option<&str>| ViewIndex {
+            generation,
+            keys: vec![ViewKey {
+                column: ViewColumn::Custom(field.clone()),
+                descending: true,
+                empty_first: true,
+            }],
+            filter: filter.map(str::to_string),
+        };
+        let view = View {
+            id: ViewId::parse("xview-01").unwrap(),
+            project: ProjectId::parse("project-35e9").unwrap(),
+            name: "Open by estimate".into(),
+            columns: vec![field.clone()],
+            position: 2,
+            version: 3,
+            serving: Some(index(2, None)),
+            building: Some(index(
+                3,
+                Some(r#"{"column":{"field":"STATE"},"eq":"OPEN"}"#),
+            )),
+            built: Some(BuildProgress {
+                through: 9,
+                scanned: 4,
+            }),
+            retired: vec![1],
+            deleted: false,
+        };
+        let [definition, _] = crate::items::view_items(&view);
+        definition
     }
 
     /// The name of an attribute of a partition row: one a project or a custom field declares,
@@ -755,20 +808,31 @@ mod tests {
             .iter()
             .map(|a| a.name())
             .chain(CustomFieldAttr::ALL.iter().map(|a| a.name()))
+            .chain(crate::items::view::ViewAttr::ALL.iter().map(|a| a.name()))
             .map(str::to_owned)
             .collect();
+        // The counter families, by a name they hold and by one they do not.
+        let counters = prop::sample::select(vec![
+            "Filled:xattrib-3812".to_string(),
+            "Filled:xattrib-0000".to_string(),
+            "Matched:xvrow-01.1".to_string(),
+            "Matched:xvrow-02.7".to_string(),
+            "Matched:".to_string(),
+        ]);
         prop_oneof![
             4 => prop::sample::select(declared),
+            1 => counters,
             1 => "[A-Z][A-Za-z0-9]{0,7}",
         ]
     }
 
     proptest! {
-        /// A project or custom field row read from its text gives exactly what its attribute
-        /// map gives (the same row, or an error with the same message), whatever it holds.
+        /// A project (with its counters), custom field or saved view row read from its text
+        /// gives exactly what its attribute map gives (the same row, or an error with the same
+        /// message), whatever it holds.
         #[test]
         fn partition_rows_read_as_their_items(
-            field in any::<bool>(),
+            kind in 0..4u8,
             twists in prop::collection::vec(
                 (
                     partition_attribute(),
@@ -777,11 +841,14 @@ mod tests {
                 0..3,
             ),
         ) {
-            let mut item = if field {
-                let [definition, _] = field_items(&sample_issue().1[0]);
-                definition
-            } else {
-                project_item(&sample_project())
+            let mut item = match kind {
+                0 => {
+                    let [definition, _] = field_items(&sample_issue().1[0]);
+                    definition
+                }
+                1 => project_item(&sample_project()),
+                2 => project_item(&counted_project()),
+                _ => sample_view_item(),
             };
             let faults = twists.len();
             for (name, value) in twists {
@@ -830,6 +897,15 @@ mod tests {
             partition_row_from_text(&text).unwrap(),
             TextRow::Read(PartitionRow::Other)
         );
+        let counted = counted_project();
+        let text = serde_json::to_string(&project_item(&counted)).unwrap();
+        assert_eq!(
+            partition_row_from_text(&text).unwrap(),
+            TextRow::Read(PartitionRow::Project(counted))
+        );
+        // A view row is read by serde (see `TextRow::View`), not counted as a fall-back.
+        let text = serde_json::to_string(&sample_view_item()).unwrap();
+        assert_eq!(partition_row_from_text(&text).unwrap(), TextRow::View);
     }
 
     /// Rows of a batch that name other projects and fields than the rows before them keep
