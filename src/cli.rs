@@ -1,5 +1,5 @@
-//! The command line: `serve`, `table create`, `seed`, `verify`, `reindex`, `schema` and
-//! `token`, each flag also read from a `GRIDGATE_*` environment variable.
+//! The command line: `serve`, `table create`, `seed`, `verify`, `reindex`, `export`, `schema`
+//! and `token`, each flag also read from a `GRIDGATE_*` environment variable.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -11,10 +11,11 @@ use clap::{Args, Parser, Subcommand};
 use crate::app::{self, Settings};
 use crate::auth::{AuthArgs, Authenticator};
 use crate::config::StoreConfig;
+use crate::export::{Export, ExportList, ExportOptions, ExportRequest, Format, Reader};
 use crate::graphql::analysis::QueryLimits;
 use crate::graphql::GatewayOptions;
 use crate::http::admission::{Rate, Shares};
-use crate::http::HttpLimits;
+use crate::http::{ExportLimits, HttpLimits};
 use crate::ids::{ProjectId, TenantId};
 use crate::paging::{CursorKeys, Limits};
 use crate::repo::verify;
@@ -52,6 +53,9 @@ pub enum Command {
     /// Rewrite the derived rows (index rows, GSI1SK) from the source rows; idempotent, so an
     /// interrupted run is finished by running it again.
     Reindex(CheckArgs),
+    /// Write a project's issues (an order and a filter, or a saved view) as CSV or NDJSON,
+    /// the same bytes as `GET /export`, read with unrestricted access.
+    Export(ExportArgs),
     /// Print the GraphQL schema (SDL).
     Schema,
     /// Mint an HS256 token for development, signed with --jwt-secret (GRIDGATE_JWT_SECRET).
@@ -87,6 +91,32 @@ pub struct CheckArgs {
     /// Only this project (default: the whole table).
     #[arg(long)]
     pub project: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    pub store: StoreConfig,
+    /// The project (`project-…`).
+    #[arg(long)]
+    pub project: String,
+    /// A saved view of the project (`xview-…`): its order, filter and columns.
+    #[arg(long, conflicts_with_all = ["order", "filter"])]
+    pub view: Option<String>,
+    /// The order, as the JSON of `Project.issues`'s `orderBy` (an `IssueOrder`), e.g.
+    /// '{"field": "NAME", "direction": "DESC"}'.
+    #[arg(long, alias = "order-by")]
+    pub order: Option<String>,
+    /// The filter, as the JSON of `Project.issues`'s `filter` (an `IssueFilter`).
+    #[arg(long)]
+    pub filter: Option<String>,
+    /// `csv` or `ndjson`.
+    #[arg(long, default_value = "csv", value_parser = ["csv", "ndjson"])]
+    pub format: String,
+    /// Where to write: a file (written beside as `<file>.partial` and renamed once the export
+    /// is whole), or standard output (the default).
+    #[arg(long)]
+    pub output: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -205,6 +235,15 @@ pub struct LimitArgs {
     /// How long requests in flight may finish after SIGTERM, in milliseconds.
     #[arg(long, env = "GRIDGATE_SHUTDOWN_GRACE_MS")]
     pub shutdown_grace_ms: Option<u64>,
+    /// Exports (`GET /export`) one caller may run at once before it gets 429.
+    #[arg(long, env = "GRIDGATE_TENANT_MAX_EXPORTS", default_value_t = crate::http::DEFAULT_EXPORTS_PER_CALLER)]
+    pub tenant_max_exports: usize,
+    /// Exports the server runs at once before it answers 503.
+    #[arg(long, env = "GRIDGATE_MAX_EXPORTS", default_value_t = crate::http::DEFAULT_EXPORTS)]
+    pub max_exports: usize,
+    /// How long one export may take, in milliseconds; one that takes longer is stopped.
+    #[arg(long, env = "GRIDGATE_EXPORT_TIMEOUT_MS", default_value_t = crate::http::DEFAULT_EXPORT_TIME_LIMIT.as_millis() as u64)]
+    pub export_timeout_ms: u64,
 }
 
 impl LimitArgs {
@@ -233,6 +272,12 @@ impl LimitArgs {
             },
             max_body_bytes: self.max_body_bytes.unwrap_or(d.max_body_bytes),
             shutdown_grace: ms(self.shutdown_grace_ms, d.shutdown_grace),
+            exports: ExportLimits {
+                per_caller: self.tenant_max_exports,
+                total: self.max_exports,
+                time_limit: Duration::from_millis(self.export_timeout_ms),
+                ..d.exports.clone()
+            },
             ..d
         }
     }
@@ -330,6 +375,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             eprintln!("{} derived rows repaired", fixed.len());
             Ok(())
         }
+        Command::Export(args) => export_command(args).await,
         Command::Schema => {
             print!("{}", crate::graphql::sdl());
             Ok(())
@@ -521,4 +567,81 @@ async fn seed_command(args: SeedArgs) -> Result<(), CliError> {
         .await?;
     }
     Ok(())
+}
+
+/// `gridgate export`: the export module's bytes, read through a gateway over the store with
+/// unrestricted access, to a file or standard output. An export that fails part-way exits
+/// non-zero: on standard output NDJSON ends with its error line (as over HTTP) and CSV is cut
+/// short; a file is written as `<file>.partial` and renamed only once the export is whole.
+async fn export_command(args: ExportArgs) -> Result<(), CliError> {
+    use std::io::Write;
+
+    let json = |flag: &str, text: Option<&String>| -> Result<Option<serde_json::Value>, CliError> {
+        text.map(|t| {
+            serde_json::from_str(t).map_err(|e| format!("--{flag} is not JSON: {e}").into())
+        })
+        .transpose()
+    };
+    let list = ExportList::new(
+        args.view.clone(),
+        json("order", args.order.as_ref())?,
+        json("filter", args.filter.as_ref())?,
+    )
+    .map_err(|e| format!("{e} ({})", e.code().as_str()))?;
+    let format = Format::parse(&args.format).ok_or("--format must be csv or ndjson")?;
+    let store = args.store.open().await?;
+    let gateway = Arc::new(crate::graphql::Gateway::new(
+        store,
+        GatewayOptions::default(),
+        None,
+    ));
+    let reader = Reader {
+        gateway,
+        access: crate::auth::Access::Unrestricted,
+        cost_gate: None,
+    };
+    let request = ExportRequest {
+        project: args.project.clone(),
+        list,
+        format,
+    };
+    let mut export = Export::start(reader, request, ExportOptions::default())
+        .await
+        .map_err(|e| format!("{e} ({})", e.code().as_str()))?;
+    let partial = args.output.as_ref().map(|path| {
+        let mut name = path.as_os_str().to_owned();
+        name.push(".partial");
+        std::path::PathBuf::from(name)
+    });
+    let mut out: Box<dyn Write + Send> = match &partial {
+        Some(path) => Box::new(std::io::BufWriter::new(std::fs::File::create(path)?)),
+        None => Box::new(std::io::BufWriter::new(std::io::stdout())),
+    };
+    let failure = loop {
+        match export.next().await {
+            None => break None,
+            Some(Ok(chunk)) => out.write_all(&chunk)?,
+            Some(Err(error)) => {
+                if let Some(line) = format.error_line(&error, None) {
+                    out.write_all(&line)?;
+                }
+                break Some(error);
+            }
+        }
+    };
+    out.flush()?;
+    drop(out);
+    if let (Some(partial), Some(path)) = (&partial, &args.output) {
+        if failure.is_none() {
+            std::fs::rename(partial, path)?;
+        } else {
+            std::fs::remove_file(partial)?;
+        }
+    }
+    match failure {
+        None => Ok(()),
+        Some(error) => {
+            Err(format!("the export stopped: {error} ({})", error.code().as_str()).into())
+        }
+    }
 }

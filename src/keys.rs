@@ -21,6 +21,23 @@ pub fn tenant(tenant: &TenantId) -> Key {
     Key::new(tenant.as_str(), tenant.as_str())
 }
 
+/// `GSI1` partition (and table `SK`) of the tenant directory: one row per tenant, by name, so
+/// the tenants can be listed with a keyset Query (see ARCHITECTURE.md, "Additions to the
+/// layout").
+pub const TENANTS_PARTITION: &str = "tenants";
+
+/// A tenant's row in the tenant directory, in the tenant's own table partition beside its item.
+pub fn tenant_directory(tenant: &TenantId) -> Key {
+    Key::new(tenant.as_str(), TENANTS_PARTITION)
+}
+
+/// `GSI1SK` of a tenant's directory row: its name, then its id after a separator, so tenants
+/// sort case-insensitively by name and those of the same name still have distinct, stable
+/// positions (as projects do in their tenant, see [`project_sort`]).
+pub fn tenant_sort(name: &str, tenant: &TenantId) -> String {
+    sortkey::with_suffix(&sortkey::text(name), tenant.part())
+}
+
 /// A project's own item; its `SK` is the owning tenant.
 pub fn project(project: &ProjectId, tenant: &TenantId) -> Key {
     Key::new(project.as_str(), tenant.as_str())
@@ -249,6 +266,7 @@ mod tests {
         let f = FieldId::parse("xattrib-3812").unwrap();
         let i = IssueId::parse("issue-020e").unwrap();
         assert_eq!(tenant(&t), Key::new("tenant-0807", "tenant-0807"));
+        assert_eq!(tenant_directory(&t), Key::new("tenant-0807", "tenants"));
         assert_eq!(project(&p, &t), Key::new("project-35e9", "tenant-0807"));
         assert_eq!(field(&p, &f), Key::new("project-35e9", "xattrib-3812"));
         assert_eq!(issue(&i, &p), Key::new("issue-020e", "project-35e9"));
@@ -270,5 +288,15 @@ mod tests {
         let b = ProjectId::parse("project-a").unwrap();
         assert!(project_sort("Alpha", &a) < project_sort("beta", &b));
         assert!(project_sort("Same", &b) < project_sort("same", &a));
+    }
+
+    #[test]
+    fn tenant_sort_strings_order_by_name_then_id() {
+        let a = TenantId::parse("tenant-b").unwrap();
+        let b = TenantId::parse("tenant-a").unwrap();
+        assert!(tenant_sort("Alpha", &a) < tenant_sort("beta", &b));
+        assert!(tenant_sort("Same", &b) < tenant_sort("same", &a));
+        // A name that is a prefix of another sorts first, whatever the ids.
+        assert!(tenant_sort("Acme", &a) < tenant_sort("Acme Media", &b));
     }
 }

@@ -5,6 +5,7 @@ pub mod app;
 pub mod auth;
 pub mod cli;
 pub mod config;
+pub mod export;
 pub mod filter;
 pub mod graphql;
 pub mod http;

@@ -162,12 +162,12 @@ pub fn demo_items() -> Result<Vec<Item>, SeedError> {
     news.counts = Some(IssueCounts::of(
         issues.iter().filter(|i| i.project == news.id),
     ));
-    let mut out = vec![
-        items::tenant_item(&acme),
-        items::tenant_item(&media),
-        items::project_item(&bridge),
-        items::project_item(&news),
-    ];
+    let mut out = Vec::new();
+    // Each tenant with its directory row, as `createTenant` writes them.
+    out.extend(items::tenant_items(&acme));
+    out.extend(items::tenant_items(&media));
+    out.push(items::project_item(&bridge));
+    out.push(items::project_item(&news));
     for f in &fields {
         out.extend(items::field_items(f));
     }
@@ -268,7 +268,7 @@ pub async fn synthetic(
         id: TenantId::seeded(&mut rng),
         name: format!("Synthetic {}", params.seed),
     };
-    store.bulk_put(vec![items::tenant_item(&tenant)]).await?;
+    store.bulk_put(items::tenant_items(&tenant).into()).await?;
     let mut created = Vec::new();
     for p in 0..params.projects {
         let project = Project {

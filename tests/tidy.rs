@@ -422,3 +422,72 @@ fn metrics_are_defined_in_one_place() {
         }
     }
 }
+
+#[test]
+fn exports_read_only_through_the_gateway() {
+    // An export is a client of the API: every page is a request the gateway runs as the
+    // caller, so its rows, tenancy, scopes, budgets and prices are the API's. It never reads
+    // the table another way.
+    for (path, text) in src_files() {
+        if path.starts_with("src/export/") {
+            let code = non_test_code(&text);
+            for needle in [
+                "crate::repo",
+                "crate::loaders",
+                "crate::store",
+                "crate::keys",
+                "crate::items",
+                "crate::filter",
+                "Repo::",
+            ] {
+                assert!(
+                    !code.contains(needle),
+                    "{path} mentions {needle}: an export reads only through `Gateway::execute`"
+                );
+            }
+        }
+    }
+}
+
+/// The web grid is a client of the API: every GraphQL document it sends is in
+/// `web/src/queries.ts`, so the README's "use it from your own frontend" quotes them all and
+/// a change of the schema has one place to look in the page. Every web source opens with a
+/// comment saying what it owns, like the Rust modules.
+#[test]
+fn the_web_grid_keeps_its_documents_in_one_file() {
+    let dir = root().join("web/src");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).expect("web/src") {
+        let path = entry.expect("entry").path();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_string();
+        if !(name.ends_with(".ts") || name.ends_with(".tsx") || name.ends_with(".css")) {
+            continue;
+        }
+        seen += 1;
+        let text = std::fs::read_to_string(&path).expect("a web source");
+        assert!(
+            text.starts_with("//") || text.starts_with("/*"),
+            "web/src/{name} does not open with a comment saying what it owns"
+        );
+        if name != "queries.ts" {
+            assert!(
+                !text.contains("gql`"),
+                "web/src/{name} writes a GraphQL document: they live in web/src/queries.ts"
+            );
+        }
+        if name.ends_with(".ts") || name.ends_with(".tsx") {
+            let stem = name.trim_end_matches(".tsx").trim_end_matches(".ts");
+            assert!(
+                std::fs::read_to_string(root().join("ARCHITECTURE.md"))
+                    .expect("ARCHITECTURE.md")
+                    .contains(&format!("`{stem}.ts")),
+                "ARCHITECTURE.md's code map lacks web/src/{name}"
+            );
+        }
+    }
+    assert!(seen > 5, "web/src/ holds the grid's sources");
+}

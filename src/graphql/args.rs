@@ -329,6 +329,7 @@ mod tests {
         };
         assert_eq!(names("Project", "issues"), IssuesArgs::NAMES);
         assert_eq!(names("Tenant", "projects"), PageArgs::NAMES);
+        assert_eq!(names("Query", "tenants"), PageArgs::NAMES);
         for name in crate::graphql::analysis::PAGE_SIZE_ARGUMENTS {
             assert!(PageArgs::NAMES.contains(&name), "{name}");
         }

@@ -27,9 +27,13 @@ pub use error::ApiError;
 use error::ApiResult;
 pub use mutation::MutationRoot;
 pub use order::ResponseOrder;
-use types::{loader, project_data, visible_project, CustomField, Issue, Node, Project, Tenant};
+use types::{
+    loader, project_data, visible_project, CustomField, Issue, Node, Project, Tenant,
+    TenantConnection,
+};
 
 use crate::ids::{FieldId, IssueId, NodeId, ProjectId, ViewId};
+use crate::paging::PageArgs;
 
 /// The most ids one `nodes` call may ask for.
 pub const MAX_NODES: usize = 100;
@@ -57,9 +61,10 @@ pub fn sdl() -> String {
 /// The entry points of the read API.
 pub struct QueryRoot;
 
-/// The entry points of the read API: fetch a tenant, project or issue by id, or any object by
-/// its global id, and walk the graph from there. Ids that do not exist, and ids of another
-/// tenant's objects, read as null; a malformed id is refused with `BAD_USER_INPUT`.
+/// The entry points of the read API: list the tenants the caller sees, fetch a tenant,
+/// project or issue by id, or any object by its global id, and walk the graph from there. Ids
+/// that do not exist, and ids of another tenant's objects, read as null; a malformed id is
+/// refused with `BAD_USER_INPUT`.
 #[Object(name = "Query")]
 impl QueryRoot {
     /// Fetches any object by its global id; null when nothing has that id.
@@ -111,6 +116,28 @@ impl QueryRoot {
         let nodes =
             futures::future::try_join_all(ids.into_iter().map(|id| load_node(ctx, id))).await?;
         Ok(nodes)
+    }
+
+    /// The tenants the caller sees, ordered by name (case-insensitively, then by id): every
+    /// tenant without authentication (`--auth none`), the caller's own tenant alone with a
+    /// token. Paged with cursors like `Tenant.projects`.
+    async fn tenants(
+        &self,
+        ctx: &Context<'_>,
+        #[graphql(desc = "Page size when paging forward: 1 to 100, default 20.")] first: Option<
+            i32,
+        >,
+        #[graphql(desc = "Rows after this cursor.")] after: Option<String>,
+        #[graphql(desc = "Page size when paging backward: 1 to 100.")] last: Option<i32>,
+        #[graphql(desc = "Rows before this cursor.")] before: Option<String>,
+    ) -> ApiResult<TenantConnection> {
+        let args = PageArgs {
+            first,
+            after,
+            last,
+            before,
+        };
+        types::tenant_connection(ctx, args).await
     }
 
     /// A tenant by id; null when there is none.

@@ -721,8 +721,34 @@ type Edges = rows::Edges<GridObjects>;
 type Fields = rows::Fields<GridObjects>;
 type Cells = rows::Cells<GridObjects>;
 
-// Project connections stay concurrent: `edges` and `nodes` may each select a project's issues.
+// Tenant and project connections stay concurrent: `edges` and `nodes` may each select a
+// tenant's projects or a project's issues.
+connection!(TenantConnection, TenantEdge, Tenant, "tenants");
 connection!(ProjectConnection, ProjectEdge, Project, "projects");
+
+/// A page of the tenants the caller sees (`Query.tenants`). Each tenant listed is given to the
+/// request's tenant loader, so a `tenant` asked for again under the list (a project's, say)
+/// costs no read.
+pub(super) async fn tenant_connection(
+    ctx: &Context<'_>,
+    args: PageArgs,
+) -> ApiResult<TenantConnection> {
+    let repo = repo(ctx)?;
+    let request = PageRequest::from_args(&repo.tenants_scope(), &args).map_err(ApiError::from)?;
+    let page = repo.tenants_page(&request).await.map_err(ApiError::from)?;
+    loader(ctx)?
+        .feed_many(page.rows.iter().map(|(_, t)| (t.id.clone(), t.clone())))
+        .await;
+    let rows = page.rows.into_iter().map(|(c, t)| (c, Tenant(t))).collect();
+    Ok(TenantConnection::build(
+        rows,
+        page.has_previous,
+        page.has_next,
+        page.resume_cursor,
+        request.direction,
+    ))
+}
+
 // Issue connections list their rows by plan (`rows.rs`).
 connection!(IssueConnection, IssueEdge, Row, "issues", Edges, Rows, #[graphql(serial)]; total_count);
 

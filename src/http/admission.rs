@@ -23,6 +23,11 @@
 //! Under `--auth none` (local development, one operator who sees every tenant) there are no
 //! callers to be fair between, so only the server's limit applies.
 //!
+//! **Exports** (`GET /export`, see `http::export`) hold their place for as long as they stream,
+//! minutes where a request takes milliseconds, so they have places of their own
+//! ([`ExportSlots`]) beside the in-flight ones they also take: a few per caller (429 past it)
+//! and a few for the whole server (503), under `--auth none` only the latter.
+//!
 //! A caller's in-flight count lives only while it has requests in flight (the map holds no
 //! idle caller), and the buckets of idle callers are dropped every [`RETAIN_EVERY`] checks,
 //! so memory follows the callers active now. Only a verified token names a tenant, so no
@@ -149,6 +154,10 @@ pub enum Refusal {
     CallerInFlight,
     /// The server has its limit of requests in flight.
     ServerInFlight,
+    /// The caller has its share of exports running.
+    CallerExports,
+    /// The server has its limit of exports running.
+    ServerExports,
 }
 
 impl Refusal {
@@ -159,6 +168,8 @@ impl Refusal {
             Refusal::Cost { .. } => "cost",
             Refusal::CallerInFlight => "caller_in_flight",
             Refusal::ServerInFlight => "server_in_flight",
+            Refusal::CallerExports => "caller_exports",
+            Refusal::ServerExports => "server_exports",
         }
     }
 
@@ -171,7 +182,7 @@ impl Refusal {
                 retry_after: Some(retry_after),
             } => retry_after.as_secs_f64().ceil().max(1.0) as u64,
             Refusal::Cost { retry_after: None } | Refusal::CallerInFlight => 1,
-            Refusal::ServerInFlight => 1,
+            Refusal::ServerInFlight | Refusal::CallerExports | Refusal::ServerExports => 1,
         }
     }
 }
@@ -300,18 +311,8 @@ impl Admission {
 
     /// Takes a place in the caller's share; also says how many it held before.
     fn take_share(&self, caller: &Caller) -> Result<(CallerPermit, usize), Refusal> {
-        let mut in_flight = lock(&self.in_flight);
-        let count = in_flight.entry(caller.clone()).or_insert(0);
-        if *count >= self.shares.caller_in_flight {
-            return Err(Refusal::CallerInFlight);
-        }
-        let already = *count;
-        *count += 1;
-        let permit = CallerPermit {
-            caller: caller.clone(),
-            in_flight: self.in_flight.clone(),
-        };
-        Ok((permit, already))
+        take_place(&self.in_flight, caller, self.shares.caller_in_flight)
+            .ok_or(Refusal::CallerInFlight)
     }
 
     /// The callers with requests in flight now (for tests and the metrics).
@@ -329,6 +330,84 @@ impl Drop for CallerPermit {
                 in_flight.remove(&self.caller);
             }
         }
+    }
+}
+
+/// Takes one of `caller`'s places in `map` when it holds fewer than `limit`; also says how many
+/// it held before.
+fn take_place(
+    map: &Arc<Mutex<HashMap<Caller, usize>>>,
+    caller: &Caller,
+    limit: usize,
+) -> Option<(CallerPermit, usize)> {
+    let mut held = lock(map);
+    let count = held.entry(caller.clone()).or_insert(0);
+    if *count >= limit {
+        if *count == 0 {
+            held.remove(caller);
+        }
+        return None;
+    }
+    let already = *count;
+    *count += 1;
+    let permit = CallerPermit {
+        caller: caller.clone(),
+        in_flight: map.clone(),
+    };
+    Some((permit, already))
+}
+
+/// The places of exports running: each caller's few and the server's. An export takes one
+/// before its first page and gives it back when it ends, however it ends.
+pub struct ExportSlots {
+    per_caller: usize,
+    server: Arc<Semaphore>,
+    running: Arc<Mutex<HashMap<Caller, usize>>>,
+}
+
+/// An export's place: given back when dropped.
+#[must_use]
+pub struct ExportPermit {
+    _server: OwnedSemaphorePermit,
+    _caller: Option<CallerPermit>,
+}
+
+impl ExportSlots {
+    /// `per_caller` exports of one caller at once, `total` of everyone.
+    pub fn new(per_caller: usize, total: usize) -> ExportSlots {
+        ExportSlots {
+            per_caller,
+            server: Arc::new(Semaphore::new(total)),
+            running: Arc::default(),
+        }
+    }
+
+    /// A place for an export of `caller` (none: unrestricted access, bound by the server's
+    /// limit alone), or why not: the caller's share is checked first, so a caller refused its
+    /// share never holds a server place.
+    pub fn take(&self, caller: Option<&Caller>) -> Result<ExportPermit, Refusal> {
+        let caller_permit = match caller {
+            Some(caller) => Some(
+                take_place(&self.running, caller, self.per_caller)
+                    .map(|(permit, _)| permit)
+                    .ok_or(Refusal::CallerExports)?,
+            ),
+            None => None,
+        };
+        let server = self
+            .server
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| Refusal::ServerExports)?;
+        Ok(ExportPermit {
+            _server: server,
+            _caller: caller_permit,
+        })
+    }
+
+    /// The callers with exports running now (for tests).
+    pub fn callers_running(&self) -> usize {
+        lock(&self.running).len()
     }
 }
 
@@ -500,6 +579,30 @@ mod tests {
             admission.charge_cost(&b, 20_000).err(),
             Some(Refusal::Cost { retry_after: None })
         );
+    }
+
+    #[test]
+    fn exports_have_places_of_their_own() {
+        let exports = ExportSlots::new(2, 3);
+        let (a, b) = (tenant("tenant-a"), tenant("tenant-b"));
+        let held = [
+            exports.take(Some(&a)).unwrap(),
+            exports.take(Some(&a)).unwrap(),
+        ];
+        assert_eq!(exports.take(Some(&a)).err(), Some(Refusal::CallerExports));
+        let other = exports.take(Some(&b)).unwrap();
+        // The server's limit (3) bounds everyone, unrestricted access included.
+        assert_eq!(exports.take(Some(&b)).err(), Some(Refusal::ServerExports));
+        assert_eq!(exports.take(None).err(), Some(Refusal::ServerExports));
+        drop(held);
+        assert_eq!(exports.callers_running(), 1);
+        let unrestricted = [exports.take(None).unwrap(), exports.take(None).unwrap()];
+        drop((other, unrestricted));
+        assert_eq!(exports.callers_running(), 0, "idle callers leave the map");
+        // No places at all: every export is refused, and no caller is left behind.
+        let none = ExportSlots::new(0, 1);
+        assert_eq!(none.take(Some(&a)).err(), Some(Refusal::CallerExports));
+        assert_eq!(none.callers_running(), 0);
     }
 
     #[test]

@@ -129,6 +129,11 @@ impl GetParams {
         Ok(GetParams(params))
     }
 
+    /// The parameters' names, in the URL's order.
+    pub(super) fn names(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|(name, _)| name.as_str())
+    }
+
     pub(super) fn get(&self, name: &str) -> Option<&str> {
         self.0
             .iter()

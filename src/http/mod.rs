@@ -1,5 +1,6 @@
 //! HTTP: the transport. Routes `/graphql` (POST, GET, GraphiQL), `/graphiql`, `/playground`,
-//! `/assets/` (the browser pages, in `pages`), `/healthz` and `/readyz`; follows the
+//! `/assets/` (the browser pages, in `pages`), `/export` (CSV and NDJSON downloads, in
+//! `export`), `/healthz` and `/readyz`; follows the
 //! GraphQL-over-HTTP spec's content negotiation and status codes; authenticates the caller;
 //! and bounds every request (size, headers, time, requests in flight), answering every
 //! refusal as a JSON GraphQL error with a code and the request id.
@@ -31,15 +32,19 @@ use crate::graphql::error::ErrorCode;
 use crate::graphql::{CostGate, Gateway};
 use crate::repo::writes::AppliedLog;
 use crate::telemetry::{Metrics, OperationKind, RequestFacts};
-use admission::{Admission, Caller, Refusal, Shares};
+use admission::{Admission, Caller, ExportSlots, Refusal, Shares};
 
 pub mod admission;
 mod body;
+mod export;
 mod metrics;
 mod pages;
 mod server;
 mod wire;
 
+pub use export::{
+    ExportLimits, DEFAULT_EXPORTS, DEFAULT_EXPORTS_PER_CALLER, DEFAULT_EXPORT_TIME_LIMIT,
+};
 pub use server::serve;
 use wire::{graphql_response, media_of, negotiate, refuse, refuse_with, Media};
 
@@ -86,6 +91,8 @@ pub struct HttpLimits {
     /// response past 16 MB is refused (`LIMIT_EXCEEDED`) while it is written, so a query that
     /// selects huge cells many times cannot make the server buffer hundreds of megabytes.
     pub max_response_bytes: usize,
+    /// `/export`'s own bounds: exports at once per caller and in all, and the time of one.
+    pub exports: ExportLimits,
 }
 
 impl Default for HttpLimits {
@@ -103,6 +110,7 @@ impl Default for HttpLimits {
             shares: Shares::default(),
             shutdown_grace: Duration::from_secs(10),
             max_response_bytes: 16 * 1024 * 1024,
+            exports: ExportLimits::default(),
         }
     }
 }
@@ -113,6 +121,8 @@ pub struct Http {
     auth: Authenticator,
     pub limits: HttpLimits,
     admission: Arc<Admission>,
+    /// The places of exports running.
+    exports: ExportSlots,
     metrics: Option<Arc<Metrics>>,
 }
 
@@ -122,6 +132,7 @@ impl Http {
             gateway,
             auth,
             admission: Arc::new(Admission::new(limits.max_in_flight, limits.shares)),
+            exports: ExportSlots::new(limits.exports.per_caller, limits.exports.total),
             limits,
             metrics: None,
         }
@@ -152,10 +163,13 @@ pub fn router(state: AppState) -> Router {
         .post(graphql_post)
         .fallback(method_not_allowed);
     Router::new()
+        .route("/", get(pages::grid).fallback(get_only))
+        .route("/p/{project}", get(pages::grid).fallback(get_only))
         .route("/graphql", graphql)
         .route("/graphiql", get(pages::graphiql_page).fallback(get_only))
         .route("/playground", get(pages::playground).fallback(get_only))
         .route("/assets/{name}", get(pages::asset).fallback(get_only))
+        .route("/export", get(export::export).fallback(get_only))
         .route("/healthz", get(healthz).fallback(get_only))
         .route("/readyz", get(readyz).fallback(get_only))
         .route("/metrics", get(metrics::scrape).fallback(get_only))
@@ -204,7 +218,10 @@ fn cors() -> CorsLayer {
             header::ACCEPT,
             header::HeaderName::from_static(REQUEST_ID),
         ])
-        .expose_headers([header::HeaderName::from_static(REQUEST_ID)])
+        .expose_headers([
+            header::HeaderName::from_static(REQUEST_ID),
+            header::CONTENT_DISPOSITION,
+        ])
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -390,6 +407,18 @@ fn admit(state: &Http, id: RequestId, headers: &HeaderMap) -> Result<Call, Box<R
             Media::Json,
         )));
     };
+    admit_as(state, id, media, headers)
+}
+
+/// Authenticates the caller and admits the request within the caller's share, or refuses in
+/// `media` (for routes that answer something other than GraphQL, whose `Accept` is not
+/// negotiated).
+fn admit_as(
+    state: &Http,
+    id: RequestId,
+    media: Media,
+    headers: &HeaderMap,
+) -> Result<Call, Box<Response>> {
     let mut authorizations = headers.get_all(header::AUTHORIZATION).iter();
     let authorization = authorizations.next();
     if authorizations.next().is_some() {
@@ -512,6 +541,16 @@ fn not_admitted(
             StatusCode::SERVICE_UNAVAILABLE,
             ErrorCode::Overloaded,
             "the server is at its limit of requests in flight; retry shortly",
+        ),
+        Refusal::CallerExports => (
+            StatusCode::TOO_MANY_REQUESTS,
+            ErrorCode::RateLimited,
+            "this caller has its share of exports running; wait for one to finish",
+        ),
+        Refusal::ServerExports => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::Overloaded,
+            "the server is at its limit of exports running; retry shortly",
         ),
     };
     let mut response = refuse(status, code, message, id, media);

@@ -1,8 +1,9 @@
-//! The browser pages, GraphiQL (`GET /graphql` from a browser, and `/graphiql`) and GraphQL
+//! The browser pages, the web grid (`/` and `/p/<projectId>`, built from `web/` into
+//! `assets/grid/`), GraphiQL (`GET /graphql` from a browser, and `/graphiql`) and GraphQL
 //! Playground (`/playground`), and their static assets under `/assets/`, all embedded in the
 //! binary: the pages fetch nothing from the network, every vendored file is pinned (and
-//! checked) by `assets/vendor.sh`, and each page carries a Content-Security-Policy that allows
-//! only the server itself.
+//! checked) by `assets/vendor.sh`, the grid's build is checked against its sources by CI, and
+//! each page carries a Content-Security-Policy that allows only the server itself.
 
 use std::sync::OnceLock;
 
@@ -49,6 +50,18 @@ const JS: &str = "text/javascript; charset=utf-8";
 const CSS: &str = "text/css; charset=utf-8";
 const TEXT: &str = "text/plain; charset=utf-8";
 
+/// A file of the grid page's build: `assets/grid/<name>`, made by `web/build.mjs`.
+macro_rules! built {
+    ($name:literal, $content_type:expr) => {
+        Asset {
+            name: $name,
+            bytes: include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/assets/grid/", $name)),
+            content_type: $content_type,
+            versioned: false,
+        }
+    };
+}
+
 /// A vendored file: `assets/vendor/<name>`, pinned by `assets/vendor.sh`.
 macro_rules! vendored {
     ($name:literal, $content_type:expr) => {
@@ -87,8 +100,10 @@ const STYLE_NONCE_JS: &str = "style-nonce.js";
 const GRAPHIQL_INIT_JS: &str = "graphiql-init.js";
 const PLAYGROUND_INIT_JS: &str = "playground-init.js";
 const PAGES_CSS: &str = "pages.css";
+const GRID_JS: &str = "grid.js";
+const GRID_CSS: &str = "grid.css";
 
-const ASSET_COUNT: usize = 14;
+const ASSET_COUNT: usize = 17;
 
 /// Every file served under [`ASSETS_PREFIX`]; the licences of the vendored packages are
 /// served too, so the notices travel with the code wherever the binary goes.
@@ -107,6 +122,10 @@ static ASSETS: [Asset; ASSET_COUNT] = [
     own!("graphiql-init.js", JS),
     own!("playground-init.js", JS),
     own!("pages.css", CSS),
+    built!("grid.js", JS),
+    built!("grid.css", CSS),
+    // The licences of the packages bundled into grid.js, which names this file.
+    built!("grid.licenses.txt", TEXT),
 ];
 
 /// Each asset's ETag, computed on first request (hashing every asset takes some
@@ -189,33 +208,75 @@ fn matches_etag(request: &HeaderMap, tag: &HeaderValue) -> bool {
         })
 }
 
-/// `GET /graphql` from a browser, and `GET /graphiql`: GraphiQL.
-pub(super) fn graphiql() -> Response {
-    let nonce = new_nonce();
-    let body = format!(
+/// A page's HTML: the shell every page shares (character set, viewport, no indexing, no
+/// favicon request), its title, what goes in its `<head>` and its `<body>`.
+fn html(title: &str, head: &str, body_class: &str, body: &str) -> String {
+    let class = if body_class.is_empty() {
+        String::new()
+    } else {
+        format!(r#" class="{body_class}""#)
+    };
+    format!(
         r#"<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="robots" content="noindex">
-<title>GraphiQL · gridgate</title>
+<title>{title}</title>
 <link rel="icon" href="data:,">
-<link rel="stylesheet" href="{p}{GRAPHIQL_CSS}">
-<link rel="stylesheet" href="{p}{PAGES_CSS}">
-<script src="{p}{STYLE_NONCE_JS}" nonce="{nonce}"></script>
+{head}
 </head>
-<body>
-<div id="graphiql" class="gridgate-page" data-endpoint="{ENDPOINT}"><p class="gridgate-loading">Loading GraphiQL…</p></div>
+<body{class}>
+{body}
+</body>
+</html>
+"#
+    )
+}
+
+/// `GET /` and `GET /p/<projectId>`: the web grid. One page serves both addresses; the
+/// script reads the address to show the project list or a project's grid, and keeps the
+/// sort, filter and view in the query string, so a link reopens the same grid. The script is
+/// deferred from the head, so the browser fetches it while it reads the rest of the page.
+pub(super) async fn grid() -> Response {
+    let nonce = new_nonce();
+    let p = ASSETS_PREFIX;
+    let body = html(
+        "gridgate",
+        &format!(
+            r#"<link rel="stylesheet" href="{p}{GRID_CSS}">
+<script defer src="{p}{GRID_JS}"></script>"#
+        ),
+        "",
+        &format!(
+            r#"<div id="root"></div>
+<noscript>The grid needs JavaScript; the API is at {ENDPOINT}.</noscript>"#
+        ),
+    );
+    page(body, &nonce)
+}
+
+/// `GET /graphql` from a browser, and `GET /graphiql`: GraphiQL.
+pub(super) fn graphiql() -> Response {
+    let nonce = new_nonce();
+    let p = ASSETS_PREFIX;
+    let body = html(
+        "GraphiQL · gridgate",
+        &format!(
+            r#"<link rel="stylesheet" href="{p}{GRAPHIQL_CSS}">
+<link rel="stylesheet" href="{p}{PAGES_CSS}">
+<script src="{p}{STYLE_NONCE_JS}" nonce="{nonce}"></script>"#
+        ),
+        "",
+        &format!(
+            r#"<div id="graphiql" class="gridgate-page" data-endpoint="{ENDPOINT}"><p class="gridgate-loading">Loading GraphiQL…</p></div>
 <noscript>GraphiQL needs JavaScript.</noscript>
 <script src="{p}{REACT_JS}"></script>
 <script src="{p}{REACT_DOM_JS}"></script>
 <script src="{p}{GRAPHIQL_JS}"></script>
-<script src="{p}{GRAPHIQL_INIT_JS}"></script>
-</body>
-</html>
-"#,
-        p = ASSETS_PREFIX,
+<script src="{p}{GRAPHIQL_INIT_JS}"></script>"#
+        ),
     );
     page(body, &nonce)
 }
@@ -223,28 +284,21 @@ pub(super) fn graphiql() -> Response {
 /// `GET /playground`: GraphQL Playground. Its bundle carries its own React.
 pub(super) async fn playground() -> Response {
     let nonce = new_nonce();
-    let body = format!(
-        r#"<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="robots" content="noindex">
-<title>GraphQL Playground · gridgate</title>
-<link rel="icon" href="data:,">
-<link rel="stylesheet" href="{p}{PLAYGROUND_CSS}">
+    let p = ASSETS_PREFIX;
+    let body = html(
+        "GraphQL Playground · gridgate",
+        &format!(
+            r#"<link rel="stylesheet" href="{p}{PLAYGROUND_CSS}">
 <link rel="stylesheet" href="{p}{PAGES_CSS}">
-<script src="{p}{STYLE_NONCE_JS}" nonce="{nonce}"></script>
-</head>
-<body class="gridgate-playground">
-<div id="root" class="gridgate-page" data-endpoint="{ENDPOINT}"><p class="gridgate-loading">Loading GraphQL Playground…</p></div>
+<script src="{p}{STYLE_NONCE_JS}" nonce="{nonce}"></script>"#
+        ),
+        "gridgate-playground",
+        &format!(
+            r#"<div id="root" class="gridgate-page" data-endpoint="{ENDPOINT}"><p class="gridgate-loading">Loading GraphQL Playground…</p></div>
 <noscript>GraphQL Playground needs JavaScript.</noscript>
 <script src="{p}{PLAYGROUND_JS}"></script>
-<script src="{p}{PLAYGROUND_INIT_JS}"></script>
-</body>
-</html>
-"#,
-        p = ASSETS_PREFIX,
+<script src="{p}{PLAYGROUND_INIT_JS}"></script>"#
+        ),
     );
     page(body, &nonce)
 }
@@ -318,6 +372,8 @@ mod tests {
             GRAPHIQL_INIT_JS,
             PLAYGROUND_INIT_JS,
             PAGES_CSS,
+            GRID_JS,
+            GRID_CSS,
         ] {
             assert!(ASSETS.iter().any(|a| a.name == name), "{name}");
         }

@@ -32,11 +32,32 @@ pub(super) fn refuse_with(
     media: Media,
     extensions: Option<serde_json::Value>,
 ) -> Response {
+    write_refusal(
+        status,
+        code,
+        message,
+        serde_json::Map::new(),
+        id,
+        media,
+        extensions,
+    )
+}
+
+/// A refusal's body: one error with its message, `details`, code and request id in its
+/// `extensions`, and the response's `extensions` when given.
+fn write_refusal(
+    status: StatusCode,
+    code: ErrorCode,
+    message: &str,
+    mut details: serde_json::Map<String, serde_json::Value>,
+    id: &RequestId,
+    media: Media,
+    extensions: Option<serde_json::Value>,
+) -> Response {
+    details.insert("code".into(), code.as_str().into());
+    details.insert("requestId".into(), request_id_text(id).into());
     let mut body = serde_json::json!({
-        "errors": [{
-            "message": message,
-            "extensions": { "code": code.as_str(), "requestId": request_id_text(id) }
-        }]
+        "errors": [{ "message": message, "extensions": details }]
     });
     if let Some(extensions) = extensions {
         body["extensions"] = extensions;
@@ -51,6 +72,19 @@ pub(super) fn refuse_with(
         code: code.as_str(),
     });
     response
+}
+
+/// [`refuse`], with more of the error's `extensions` beside its code and the request id (what
+/// the gateway said of it: `retryable`, `retryAfter`, `progress`).
+pub(super) fn refuse_extended(
+    status: StatusCode,
+    code: ErrorCode,
+    message: &str,
+    details: serde_json::Map<String, serde_json::Value>,
+    id: &RequestId,
+    media: Media,
+) -> Response {
+    write_refusal(status, code, message, details, id, media, None)
 }
 
 /// The media type of a refusal written before (or instead of) negotiation proper: the one

@@ -28,6 +28,7 @@ pub use raw::{
 /// `Type` attribute values.
 pub mod types {
     pub const TENANT: &str = "Tenant";
+    pub const TENANT_DIRECTORY: &str = "TenantDirectory";
     pub const PROJECT: &str = "Project";
     pub const CUSTOM_FIELD: &str = "CustomField";
     pub const FIELD_LOOKUP: &str = "CustomFieldLookup";
@@ -140,6 +141,19 @@ entity! {
     struct TenantItem, enum TenantAttr {
         pk: String = Pk "PK",
         sk: String = Sk "SK",
+        kind: String = Type "Type",
+        name: String = Name "Name",
+    }
+}
+
+entity! {
+    /// A tenant's row in the tenant directory (`GSI1` partition `tenants`): a copy of the
+    /// tenant's name, written in the same transaction as the tenant item, so a page of tenants
+    /// is one Query that needs no second read.
+    struct TenantDirectoryItem, enum TenantDirectoryAttr {
+        pk: String = Pk "PK",
+        sk: String = Sk "SK",
+        gsi1sk: String = Gsi1sk "GSI1SK",
         kind: String = Type "Type",
         name: String = Name "Name",
     }
@@ -341,20 +355,44 @@ pub fn item_pk(item: &Item) -> Option<&str> {
     }
 }
 
-pub fn tenant_item(tenant: &Tenant) -> Item {
+/// Every item of a tenant: its own item, then its row in the tenant directory (derived from
+/// it). Writers put both in one transaction and the seeder in one load; `verify` compares the
+/// directory row with what this derives, and `reindex` writes it.
+pub fn tenant_items(tenant: &Tenant) -> [Item; 2] {
     let key = keys::tenant(&tenant.id);
-    to_item(&TenantItem {
-        pk: key.pk,
-        sk: key.sk,
-        kind: types::TENANT.into(),
-        name: tenant.name.clone(),
-    })
+    let directory = keys::tenant_directory(&tenant.id);
+    [
+        to_item(&TenantItem {
+            pk: key.pk,
+            sk: key.sk,
+            kind: types::TENANT.into(),
+            name: tenant.name.clone(),
+        }),
+        to_item(&TenantDirectoryItem {
+            pk: directory.pk,
+            sk: directory.sk,
+            gsi1sk: keys::tenant_sort(&tenant.name, &tenant.id),
+            kind: types::TENANT_DIRECTORY.into(),
+            name: tenant.name.clone(),
+        }),
+    ]
 }
 
 pub fn decode_tenant(item: &Item) -> Result<Tenant, ItemError> {
     const E: &str = "tenant";
     check_type(item, types::TENANT, E)?;
     let raw: TenantItem = from_item(item, E)?;
+    Ok(Tenant {
+        id: TenantId::parse(&raw.pk).map_err(|e| ItemError::new(item, E, e.to_string()))?,
+        name: raw.name,
+    })
+}
+
+/// The tenant a directory row lists (its id and the copy of its name).
+pub fn decode_tenant_directory(item: &Item) -> Result<Tenant, ItemError> {
+    const E: &str = "tenant directory row";
+    check_type(item, types::TENANT_DIRECTORY, E)?;
+    let raw: TenantDirectoryItem = from_item(item, E)?;
     Ok(Tenant {
         id: TenantId::parse(&raw.pk).map_err(|e| ItemError::new(item, E, e.to_string()))?,
         name: raw.name,
@@ -909,6 +947,35 @@ mod tests {
         assert_eq!(item_type(&items[1]), Some(types::ISSUE_SORT));
     }
 
+    /// A tenant's item and its directory row read back as the tenant; each decoder refuses
+    /// the other's row, and the directory row sits in partition `tenants` under the tenant's
+    /// name sort string.
+    #[test]
+    fn tenant_and_directory_row_round_trip() {
+        let tenant = Tenant {
+            id: TenantId::parse("tenant-0807").unwrap(),
+            name: "Acme Engineering".into(),
+        };
+        let [item, directory] = tenant_items(&tenant);
+        assert_eq!(decode_tenant(&item).unwrap(), tenant);
+        assert_eq!(decode_tenant_directory(&directory).unwrap(), tenant);
+        assert!(decode_tenant(&directory).is_err());
+        assert!(decode_tenant_directory(&item).is_err());
+        assert_eq!(item_key(&item), Some(keys::tenant(&tenant.id)));
+        assert_eq!(
+            item_key(&directory),
+            Some(keys::tenant_directory(&tenant.id))
+        );
+        assert_eq!(
+            directory.get("GSI1SK"),
+            Some(&AttributeValue::S(keys::tenant_sort(
+                "Acme Engineering",
+                &tenant.id
+            )))
+        );
+        assert_eq!(item.get("GSI1SK"), None, "the tenant item is in no index");
+    }
+
     #[test]
     fn decoding_checks_the_type() {
         let (issue, fields) = sample_issue();
@@ -1008,6 +1075,16 @@ mod tests {
             names.sort();
             names
         };
+        let tenant = Tenant {
+            id: TenantId::parse("tenant-0807").unwrap(),
+            name: "Acme".into(),
+        };
+        let [tenant_row, directory] = tenant_items(&tenant);
+        let tenant_attrs: Vec<&str> = TenantAttr::ALL.iter().map(|a| a.name()).collect();
+        assert_eq!(names(&tenant_row), declared(&tenant_attrs));
+        let directory_attrs: Vec<&str> =
+            TenantDirectoryAttr::ALL.iter().map(|a| a.name()).collect();
+        assert_eq!(names(&directory), declared(&directory_attrs));
         let (issue, fields) = sample_issue();
         let rows = issue_items(&issue, &fields).unwrap();
         let issue_attrs: Vec<&str> = IssueAttr::ALL.iter().map(|a| a.name()).collect();

@@ -746,6 +746,8 @@ mod tests {
             Just(AttributeValue::S("int".into())),
             Just(AttributeValue::S("bogus".into())),
             Just(AttributeValue::S(types::VIEW.into())),
+            // A type of another partition (a tenant's directory row): a row both paths pass over.
+            Just(AttributeValue::S(types::TENANT_DIRECTORY.into())),
             Just(AttributeValue::S("[\"xattrib-3812\"]".into())),
             Just(AttributeValue::S(r#"{"generation":2,"keys":[{"column":"NUM","descending":true,"emptyFirst":false}]}"#.into())),
         ]

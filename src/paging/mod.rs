@@ -528,10 +528,105 @@ async fn fetch_from(
     })
 }
 
+/// A page of a list whose rows are all known without a read (one ascending segment, rows in
+/// list order, each with its position): the page [`fetch`] would read from a partition that
+/// held exactly these rows, with the same bounds and page info. For a list of the one row
+/// a caller may see (a tenant's caller's list of tenants), which is read by key.
+pub fn known_page<T>(rows: Vec<(Position, T)>, request: &PageRequest) -> KnownPage<T> {
+    let forward = request.direction == Direction::Forward;
+    let mut rows: Vec<(Position, T)> = rows
+        .into_iter()
+        .filter(|(p, _)| {
+            request.after.as_ref().is_none_or(|a| precedes(&[], a, p))
+                && request.before.as_ref().is_none_or(|b| precedes(&[], p, b))
+        })
+        .collect();
+    // Reading backward takes the rows nearest `before`: the last ones.
+    if !forward {
+        rows.reverse();
+    }
+    let more = rows.len() > request.size;
+    rows.truncate(request.size);
+    if !forward {
+        rows.reverse();
+    }
+    let (has_next, has_previous) = if forward {
+        (more, request.after.is_some())
+    } else {
+        (request.before.is_some(), more)
+    };
+    KnownPage {
+        rows,
+        has_next,
+        has_previous,
+    }
+}
+
+/// A page made by [`known_page`]: its rows in list order, with Relay's page info.
+#[derive(Clone, Debug)]
+pub struct KnownPage<T> {
+    pub rows: Vec<(Position, T)>,
+    pub has_next: bool,
+    pub has_previous: bool,
+}
+
 #[cfg(test)]
 mod tests {
     use super::cursor::tests::scope;
     use super::*;
+
+    /// A known page keeps `fetch`'s rules: bounds are exclusive, `last` takes the rows
+    /// nearest `before`, and the page info is the same as a read page's.
+    #[test]
+    fn known_pages_follow_the_paging_rules() {
+        let at = |k: &str| Position {
+            segment: 0,
+            pk: format!("pk-{k}"),
+            gsi1sk: k.to_string(),
+        };
+        let rows = || vec![(at("a"), 1), (at("b"), 2), (at("c"), 3), (at("d"), 4)];
+        let request = |direction, size, after: Option<&str>, before: Option<&str>| PageRequest {
+            direction,
+            size,
+            after: after.map(at),
+            before: before.map(at),
+        };
+        let values =
+            |page: &KnownPage<i32>| -> Vec<i32> { page.rows.iter().map(|(_, v)| *v).collect() };
+        let page = known_page(rows(), &request(Direction::Forward, 2, None, None));
+        assert_eq!(
+            (values(&page), page.has_next, page.has_previous),
+            (vec![1, 2], true, false)
+        );
+        let page = known_page(rows(), &request(Direction::Forward, 2, Some("b"), None));
+        assert_eq!(
+            (values(&page), page.has_next, page.has_previous),
+            (vec![3, 4], false, true)
+        );
+        let page = known_page(
+            rows(),
+            &request(Direction::Forward, 5, Some("a"), Some("d")),
+        );
+        assert_eq!(
+            (values(&page), page.has_next, page.has_previous),
+            (vec![2, 3], false, true)
+        );
+        let page = known_page(rows(), &request(Direction::Backward, 2, None, None));
+        assert_eq!(
+            (values(&page), page.has_next, page.has_previous),
+            (vec![3, 4], false, true)
+        );
+        let page = known_page(rows(), &request(Direction::Backward, 2, None, Some("c")));
+        assert_eq!(
+            (values(&page), page.has_next, page.has_previous),
+            (vec![1, 2], true, false)
+        );
+        let page = known_page(rows(), &request(Direction::Backward, 2, None, Some("a")));
+        assert_eq!(
+            (values(&page), page.has_next, page.has_previous),
+            (vec![], true, false)
+        );
+    }
     #[test]
     fn page_sizes_are_validated() {
         let s = scope();

@@ -587,6 +587,69 @@ impl Repo {
             })
     }
 
+    /// The scope of the tenant list the caller sees, for its cursors: the whole directory for
+    /// an unrestricted caller, the caller's own tenant for a tenant's caller, so a cursor of
+    /// one list is refused by the other.
+    pub fn tenants_scope(&self) -> Scope {
+        let name = match &self.access {
+            Access::Unrestricted => "tenants|*".to_string(),
+            Access::Tenant(principal) => format!("tenants|{}", principal.tenant),
+        };
+        Scope::new(name, self.cursors.clone())
+    }
+
+    /// A page of the tenants the caller sees, by name (case-insensitively, then by id).
+    /// Unrestricted: one Query of the `GSI1` partition that holds every tenant's directory
+    /// row, whose copy of the name is all a tenant has, so nothing more is read. A tenant's
+    /// caller sees its own tenant alone: one GetItem of its tenant item (no other tenant's row
+    /// is read), paged in memory as the directory would page it.
+    pub async fn tenants_page(&self, request: &PageRequest) -> Result<Paged<Tenant>, RepoError> {
+        let scope = self.tenants_scope();
+        let segments = [Segment {
+            partition: keys::TENANTS_PARTITION.to_string(),
+            sort: SortCondition::Any,
+            key_prefix: String::new(),
+            ascending: true,
+            filter: None,
+        }];
+        let own = match &self.access {
+            Access::Unrestricted => {
+                let page = self.page(&segments, request, None).await?;
+                return paged(&scope, page, |raw| {
+                    let item = items::raw_item(raw, "tenant directory row")?;
+                    Ok(items::decode_tenant_directory(&item)?)
+                });
+            }
+            Access::Tenant(principal) => principal.tenant.clone(),
+        };
+        request.check_segments(&segments)?;
+        let rows = self
+            .tenants(std::slice::from_ref(&own))
+            .await?
+            .into_values()
+            .map(|tenant| {
+                let position = Position {
+                    segment: 0,
+                    pk: tenant.id.to_string(),
+                    gsi1sk: keys::tenant_sort(&tenant.name, &tenant.id),
+                };
+                (position, tenant)
+            })
+            .collect();
+        let page = paging::known_page(rows, request);
+        Ok(Paged {
+            rows: page
+                .rows
+                .into_iter()
+                .map(|(position, tenant)| (scope.cursor(&position), tenant))
+                .collect(),
+            has_next: page.has_next,
+            has_previous: page.has_previous,
+            resume_cursor: None,
+            plan: None,
+        })
+    }
+
     /// The scope of a tenant's project list, for its cursors.
     pub fn projects_scope(&self, tenant: &TenantId) -> Scope {
         Scope::new(format!("projects|{tenant}"), self.cursors.clone())

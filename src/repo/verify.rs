@@ -3,18 +3,20 @@
 //!
 //! Both read the table with a Scan, because source rows written by another tool may lack the
 //! `GSI1SK` that would list them in any index partition. Derivation uses the writers' own
-//! functions ([`items::issue_items`], [`items::field_items`], [`keys::project_sort`]), so a
-//! table the gateway wrote is clean by construction and a clean table sorts exactly as the
-//! source rows say.
+//! functions ([`items::issue_items`], [`items::field_items`], [`items::tenant_items`],
+//! [`keys::project_sort`]), so a table the gateway wrote is clean by construction and a clean
+//! table sorts exactly as the source rows say. A table written before the tenant directory
+//! existed has no directory rows: `verify` reports each tenant's as missing and `reindex`
+//! writes it.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 
 use super::RepoError;
-use crate::ids::{FieldId, IssueId, ProjectId};
+use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::items::{self, attrs, types, RowChanges};
 use crate::keys;
-use crate::model::{CustomField, Issue, IssueCounts, Project, ProjectData};
+use crate::model::{CustomField, Issue, IssueCounts, Project, ProjectData, Tenant};
 use crate::store::{
     retry, table, AttrPath, AttributeValue, Condition, DynStore, Item, Key, StoreError,
     UpdateAction, WriteOp, MAX_TRANSACT_WRITE,
@@ -70,6 +72,9 @@ impl fmt::Display for Mismatch {
 /// The table's source and derived rows, grouped for checking.
 #[derive(Default)]
 struct Snapshot {
+    tenants: BTreeMap<TenantId, Tenant>,
+    /// The tenant directory's rows, by key.
+    directory: BTreeMap<Key, Item>,
     projects: BTreeMap<ProjectId, (Project, Option<String>)>,
     fields: HashMap<ProjectId, Vec<CustomField>>,
     lookups: HashMap<Key, Item>,
@@ -200,6 +205,15 @@ pub async fn reindex(
 impl Snapshot {
     fn add(&mut self, item: Item) -> Result<(), RepoError> {
         match items::item_type(&item) {
+            Some(types::TENANT) => {
+                let tenant = items::decode_tenant(&item)?;
+                self.tenants.insert(tenant.id.clone(), tenant);
+            }
+            Some(types::TENANT_DIRECTORY) => {
+                if let Some(key) = items::item_key(&item) {
+                    self.directory.insert(key, item);
+                }
+            }
             Some(types::PROJECT) => {
                 let project = items::decode_project(&item)?;
                 let sort = gsi1sk(&item);
@@ -296,6 +310,10 @@ impl Snapshot {
     fn check(&self, only: Option<&ProjectId>) -> Vec<Mismatch> {
         let mut out = Vec::new();
         let wanted = |p: &ProjectId| only.is_none_or(|o| o == p);
+        // The directory belongs to no project: checked when the whole table is.
+        if only.is_none() {
+            self.check_directory(&mut out);
+        }
         for (id, (project, sort)) in &self.projects {
             if !wanted(id) || project.deleted {
                 continue;
@@ -390,6 +408,48 @@ impl Snapshot {
         }
         out.sort_by(|a, b| (&a.key, a.problem).cmp(&(&b.key, b.problem)));
         out
+    }
+
+    /// Every tenant's directory row against the one its item derives (a rename moves it), and
+    /// no row for a tenant that does not exist.
+    fn check_directory(&self, out: &mut Vec<Mismatch>) {
+        for tenant in self.tenants.values() {
+            let [_, row] = items::tenant_items(tenant);
+            let key = keys::tenant_directory(&tenant.id);
+            match self.directory.get(&key) {
+                None => out.push(mismatch(
+                    Problem::Missing,
+                    key,
+                    "tenant directory row",
+                    Fix::Put(row),
+                )),
+                Some(actual) if *actual != row => {
+                    let name = match actual.get(attrs::NAME) {
+                        Some(AttributeValue::S(name)) => name.as_str(),
+                        _ => "",
+                    };
+                    let detail = format!(
+                        "tenant directory row lists {name:?} under GSI1SK {:?}; the tenant is {:?}, under {:?}",
+                        gsi1sk(actual).unwrap_or_default(),
+                        tenant.name,
+                        gsi1sk(&row).unwrap_or_default(),
+                    );
+                    out.push(mismatch(Problem::Stale, key, &detail, Fix::Put(row)))
+                }
+                Some(_) => {}
+            }
+        }
+        for key in self.directory.keys() {
+            let exists = TenantId::parse(&key.pk).is_ok_and(|t| self.tenants.contains_key(&t));
+            if !exists {
+                out.push(mismatch(
+                    Problem::Extra,
+                    key.clone(),
+                    "tenant directory row of a tenant that does not exist",
+                    Fix::Delete,
+                ));
+            }
+        }
     }
 
     /// A project's counters against its issues counted one by one (cells of live fields only).

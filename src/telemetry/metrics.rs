@@ -10,7 +10,7 @@
 //! | `gridgate_requests_total` | counter | `type` (query, mutation, subscription, none), `code` (`ok` or the first error's code) |
 //! | `gridgate_request_duration_seconds` | histogram | `type` |
 //! | `gridgate_requests_in_flight` | gauge | |
-//! | `gridgate_admission_refusals_total` | counter | `reason` (rate, cost, caller_in_flight, server_in_flight), `caller` (tenant, unauthenticated, operator: `--auth none`) |
+//! | `gridgate_admission_refusals_total` | counter | `reason` (rate, cost, caller_in_flight, server_in_flight, caller_exports, server_exports), `caller` (tenant, unauthenticated, operator: `--auth none`) |
 //! | `gridgate_dynamodb_calls_total` | counter | `operation`, `source` (api, sweep) |
 //! | `gridgate_dynamodb_read_capacity_units_total` | counter | `operation`, `source` |
 //! | `gridgate_dynamodb_write_capacity_units_total` | counter | `operation`, `source` |

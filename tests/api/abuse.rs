@@ -56,9 +56,9 @@ fn grid_variables() -> Value {
 }
 
 /// Guards against hangs only: nothing asserts how long anything took.
-const HANG_GUARD: Duration = Duration::from_secs(60);
+pub(crate) const HANG_GUARD: Duration = Duration::from_secs(60);
 
-async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
+pub(crate) async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
     match tokio::time::timeout(HANG_GUARD, future).await {
         Ok(value) => value,
         Err(_) => panic!("{what} did not finish within {HANG_GUARD:?}"),
@@ -70,7 +70,7 @@ async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
 
 /// Forwards to a real store, counting every call; while the gate is closed, reads wait at it
 /// (and say so in `parked`) until it opens or the request is cancelled.
-struct ProbeStore {
+pub(crate) struct ProbeStore {
     inner: DynStore,
     calls: AtomicU64,
     gate: watch::Sender<bool>,
@@ -78,7 +78,7 @@ struct ProbeStore {
 }
 
 impl ProbeStore {
-    fn new(inner: DynStore) -> Arc<ProbeStore> {
+    pub(crate) fn new(inner: DynStore) -> Arc<ProbeStore> {
         Arc::new(ProbeStore {
             inner,
             calls: AtomicU64::new(0),
@@ -87,20 +87,20 @@ impl ProbeStore {
         })
     }
 
-    fn calls(&self) -> u64 {
+    pub(crate) fn calls(&self) -> u64 {
         self.calls.load(Ordering::SeqCst)
     }
 
-    fn close_gate(&self) {
+    pub(crate) fn close_gate(&self) {
         self.gate.send_replace(false);
     }
 
-    fn open_gate(&self) {
+    pub(crate) fn open_gate(&self) {
         self.gate.send_replace(true);
     }
 
     /// Waits until at least `n` reads have parked at the closed gate.
-    async fn wait_parked(&self, n: u64) {
+    pub(crate) async fn wait_parked(&self, n: u64) {
         let mut parked = self.parked.subscribe();
         within("a read parking at the gate", parked.wait_for(|p| *p >= n))
             .await
@@ -183,7 +183,7 @@ impl Store for ProbeStore {
 
 /// The demo data served through a [`ProbeStore`] with `settings`; the sweeper's start-up
 /// resume has finished, so the probe counts only what requests do.
-async fn probed_app(backend: Backend, settings: Settings) -> (TestApp, Arc<ProbeStore>) {
+pub(crate) async fn probed_app(backend: Backend, settings: Settings) -> (TestApp, Arc<ProbeStore>) {
     let test_store = TestStore::new(backend).await;
     gridgate::seed::demo(&test_store.store)
         .await
@@ -1329,11 +1329,11 @@ async fn slow_bodies_are_refused() {
 // ---------------------------------------------------------------------------------------------
 // Fair shares between tenants.
 
-const SECRET: &str = "abuse-secret-abuse-secret-abuse-secret";
-const ACME: &str = "tenant-0807";
-const MEDIA: &str = "tenant-3cc8";
+pub(crate) const SECRET: &str = "abuse-secret-abuse-secret-abuse-secret";
+pub(crate) const ACME: &str = "tenant-0807";
+pub(crate) const MEDIA: &str = "tenant-3cc8";
 
-fn jwt_settings(shares: Shares) -> Settings {
+pub(crate) fn jwt_settings(shares: Shares) -> Settings {
     let auth = Authenticator::from_args(&AuthArgs {
         auth: AuthMode::Jwt,
         jwt_secret: Some(SECRET.into()),
@@ -1351,7 +1351,7 @@ fn jwt_settings(shares: Shares) -> Settings {
     }
 }
 
-fn bearer(tenant: &str) -> String {
+pub(crate) fn bearer(tenant: &str) -> String {
     let token = mint_hs256(
         SECRET,
         "tester",
@@ -1377,7 +1377,7 @@ async fn post_as(app: &TestApp, authorization: &str, query: &str) -> Reply {
 }
 
 /// `gridgate_admission_refusals_total` for one reason and caller, from `/metrics`.
-async fn refusals(app: &TestApp, reason: &str, caller: &str) -> u64 {
+pub(crate) async fn refusals(app: &TestApp, reason: &str, caller: &str) -> u64 {
     let text = within("/metrics", app.client.get(app.url("/metrics")).send())
         .await
         .unwrap()

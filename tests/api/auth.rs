@@ -30,7 +30,8 @@ const FOREIGN_AND_MISSING: [(&str, &str); 4] = [
     (FIELD, "xattrib-ffff"),
 ];
 
-fn settings() -> Settings {
+/// Settings of an app that authenticates callers with HS256 tokens signed with [`SECRET`].
+pub(crate) fn settings() -> Settings {
     let auth = Authenticator::from_args(&AuthArgs {
         auth: AuthMode::Jwt,
         jwt_secret: Some(SECRET.into()),
@@ -43,7 +44,8 @@ fn settings() -> Settings {
     }
 }
 
-fn token(tenant: &str, scope: &str) -> String {
+/// A token of `tenant`'s caller with `scope`, valid for ten minutes.
+pub(crate) fn token(tenant: &str, scope: &str) -> String {
     mint_hs256(
         SECRET,
         "tester",

@@ -10,14 +10,14 @@ use crate::support::dynamodb_local;
 use serde_json::Value;
 
 /// A command line and environment for one isolated store.
-struct Cli {
+pub(crate) struct Cli {
     args: Vec<String>,
     store: gridgate::config::StoreConfig,
     _dir: tempfile::TempDir,
 }
 
 impl Cli {
-    fn new(backend: Backend) -> Cli {
+    pub(crate) fn new(backend: Backend) -> Cli {
         let dir = tempfile::tempdir().unwrap();
         let mut store = gridgate::config::StoreConfig::embedded(dir.path());
         let args = match backend {
@@ -53,7 +53,7 @@ impl Cli {
     }
 
     /// Runs a command that must fail; returns its stdout and stderr.
-    fn run_failing(&self, sub: &[&str]) -> (String, String) {
+    pub(crate) fn run_failing(&self, sub: &[&str]) -> (String, String) {
         let out = self.command(sub).output().expect("run gridgate");
         assert!(!out.status.success(), "gridgate {sub:?} succeeded");
         (
@@ -62,7 +62,7 @@ impl Cli {
         )
     }
 
-    fn command(&self, sub: &[&str]) -> Command {
+    pub(crate) fn command(&self, sub: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_gridgate"));
         cmd.args(sub).args(&self.args);
         // Credentials for DynamoDB Local come from the endpoint fallback, not the environment.
@@ -73,7 +73,7 @@ impl Cli {
     }
 
     /// Starts `serve` on a free port; returns the server and its GraphQL URL.
-    fn serve(&self) -> (Server, String) {
+    pub(crate) fn serve(&self) -> (Server, String) {
         self.serve_with(&[], &[])
     }
 
@@ -101,7 +101,7 @@ impl Cli {
         }
     }
 
-    fn run(&self, sub: &[&str]) -> String {
+    pub(crate) fn run(&self, sub: &[&str]) -> String {
         let out = self.command(sub).output().expect("run gridgate");
         assert!(
             out.status.success(),
@@ -126,7 +126,7 @@ async fn post_query(url: &str, query: &str) -> Value {
 }
 
 /// Kills the server when the test ends, however it ends (unless a test took it over).
-struct Server(Option<Child>);
+pub(crate) struct Server(Option<Child>);
 
 impl Drop for Server {
     fn drop(&mut self) {

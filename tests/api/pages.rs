@@ -6,30 +6,14 @@
 //! machine, any Content-Security-Policy violation, console error or page error fails the test.
 //! The pages' headers and the asset routes are checked over plain HTTP too.
 //!
-//! Needs `/usr/bin/chromium` (Debian's `chromium` package, which `.ci/run` installs), Node.js
-//! 18+ and npm: playwright-core is installed once, at the pinned version, into a cache
-//! directory (`$GRIDGATE_PLAYWRIGHT_HOME`, else `<target dir>/playwright`). Without any of
-//! them the test fails and says what is missing; it never skips.
+//! Needs Chromium, Node.js and npm: see `tests/support/browser.rs`.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 use std::time::Instant;
 
 use crate::support::app::{Backend, TestApp};
-use crate::support::npm::Packages;
+use crate::support::browser;
 use gridgate::app::Settings;
 use serde_json::{json, Value};
-
-/// The driver of the browser; it downloads no browser of its own (Debian's is used).
-const PLAYWRIGHT_CORE_VERSION: &str = "1.65.1";
-/// Use this directory as the npm prefix playwright-core is installed under.
-const HOME_ENV: &str = "GRIDGATE_PLAYWRIGHT_HOME";
-/// Debian's Chromium.
-const CHROMIUM: &str = "/usr/bin/chromium";
-/// The time limit of each step in the browser (loading a page, waiting for the editor, for the
-/// result): generous, because the machine is small and shared with the rest of the suite.
-const STEP_TIMEOUT_MS: u64 = 60_000;
 
 /// A query the demo data answers: the Forth Rail Bridge project and its issues.
 const QUERY: &str =
@@ -39,33 +23,6 @@ const QUERY: &str =
 const POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self' 'nonce-{nonce}'; \
      connect-src 'self'; img-src 'self' data:; font-src 'self' data:; object-src 'none'; \
      frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
-
-// ---------------------------------------------------------------------------------------------
-// The browser.
-
-/// The npm prefix holding `node_modules/playwright-core` at the pinned version.
-fn playwright() -> &'static Path {
-    static INSTALLED: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let packages = Packages {
-        home_env: HOME_ENV,
-        default_dir: "playwright",
-        packages: &[("playwright-core", PLAYWRIGHT_CORE_VERSION)],
-    };
-    match INSTALLED.get_or_init(|| packages.install()) {
-        Ok(prefix) => prefix,
-        Err(message) => panic!("{message}"),
-    }
-}
-
-/// Debian's Chromium, or a failure that says how to install it.
-fn chromium() -> &'static str {
-    assert!(
-        Path::new(CHROMIUM).is_file(),
-        "{CHROMIUM} is missing: the browser test needs Debian's `chromium` package \
-         (`apt-get install chromium`; .ci/run installs it)"
-    );
-    CHROMIUM
-}
 
 /// What `browser_pages.mjs` reports of one page.
 #[derive(Debug, serde::Deserialize)]
@@ -91,41 +48,17 @@ struct Report {
 
 /// Loads both pages from `base_url` in the browser and runs [`QUERY`] in each.
 async fn browse(base_url: String) -> Report {
-    let chromium = chromium();
     let dir = tempfile::tempdir().expect("temp dir");
-    let user_data_dir = dir.path().join("profile");
-    let spec_path = dir.path().join("spec.json");
     let spec = json!({
         "baseUrl": base_url,
-        "playwright": playwright(),
-        "chromium": chromium,
-        "userDataDir": user_data_dir,
+        "userDataDir": dir.path().join("profile"),
         "query": QUERY,
         "graphiqlDialog": "Open settings dialog",
-        "stepTimeoutMs": STEP_TIMEOUT_MS,
     });
-    std::fs::write(&spec_path, spec.to_string()).expect("write the spec");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/browser_pages.mjs");
-    // The server runs on this test's runtime: wait for the browser on another thread.
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new("node")
-            .arg(&script)
-            .arg(&spec_path)
-            .stdin(Stdio::null())
-            .output()
-    })
-    .await
-    .expect("the browser thread")
-    .expect("could not run `node`: the browser test needs Node.js 18+");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "the browser driver failed ({}):\n{stdout}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let report = browser::run("browser_pages.mjs", spec).await;
     drop(dir);
-    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("browser report ({e}): {stdout}"))
+    serde_json::from_value(report.clone())
+        .unwrap_or_else(|e| panic!("browser report ({e}): {report}"))
 }
 
 /// Whether `url` is on this machine.

@@ -496,7 +496,8 @@ async fn nearly_full_column(app: &TestApp, issues: u32, empty: &[u32]) -> (Strin
         deleted: false,
         options: Vec::new(),
     };
-    let mut all = vec![items::tenant_item(&tenant), items::project_item(&project)];
+    let mut all: Vec<_> = items::tenant_items(&tenant).into();
+    all.push(items::project_item(&project));
     all.extend(items::field_items(&field));
     for num in 1..=issues {
         let mut values = std::collections::BTreeMap::new();

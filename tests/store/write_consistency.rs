@@ -436,7 +436,7 @@ fn synthetic_rows(n: u32, has_value: impl Fn(u32) -> bool) -> (Project, FieldId,
         deleted: false,
         options: Vec::new(),
     };
-    let mut all = vec![items::tenant_item(&tenant)];
+    let mut all: Vec<_> = items::tenant_items(&tenant).into();
     all.extend(items::field_items(&field));
     let mut counts = gridgate::model::IssueCounts::default();
     for num in 1..=n {
@@ -508,6 +508,12 @@ async fn source_rows_from_another_tool_are_queryable_after_reindex(backend: Back
             .await;
         assert_eq!(data["project"]["issues"]["nodes"], json!([]), "{order}");
     }
+    // Nor is the tenant in the directory `Query.tenants` lists, until the reindex.
+    let tenants = "{ tenants { nodes { id } } }";
+    assert_eq!(
+        app.data(tenants, json!({})).await["tenants"]["nodes"],
+        json!([])
+    );
     let drift = verify::verify(&app.store, None).await.unwrap();
     assert!(!drift.is_empty());
     let repaired = verify::reindex(&app.store, None).await.unwrap();
@@ -516,6 +522,10 @@ async fn source_rows_from_another_tool_are_queryable_after_reindex(backend: Back
     assert!(
         verify::reindex(&app.store, None).await.unwrap().is_empty(),
         "idempotent"
+    );
+    assert_eq!(
+        app.data(tenants, json!({})).await["tenants"]["nodes"],
+        json!([{"id": project.tenant.as_str()}])
     );
     let by_num = app
         .data(grid, json!({"p": project.id.as_str(), "o": orders[0]}))

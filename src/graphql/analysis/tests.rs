@@ -356,6 +356,12 @@ fn page_sizes_come_from_first_last_and_variables() {
     let tenant = "{ tenant(id: \"t\") { projects(first: 50) { edges { node { id } } } } }";
     // tenant 1 + projects (1 + 50 × (edges 1 + node (1 + id 1)))
     assert_eq!(measure(tenant).cost, 152);
+    // The tenant list is a connection like a tenant's projects, and multiplies what it holds:
+    // tenants (1 + 20 × (nodes 1 + id 1 + name 1 + projects (1 + 20 × (nodes 1 + id 1 + name 1)))).
+    let tenants =
+        "{ tenants(first: 20) { nodes { id name projects(first: 20) { nodes { id name } } } } }";
+    assert_eq!(measure(tenants).cost, 1 + 20 * (3 + (1 + 20 * 3)));
+    assert_eq!(measure("{ tenants { nodes { id } } }").cost, 1 + 20 * 2);
 }
 
 #[test]

@@ -243,8 +243,10 @@ impl Writes {
                 id: TenantId::generate(),
                 name: name.clone(),
             };
+            // The tenant and its directory row (what `Query.tenants` lists) appear together.
+            let [item, directory] = items::tenant_items(&tenant);
             Ok(Plan::new(
-                vec![put_new(items::tenant_item(&tenant))],
+                vec![put_new(item), put_new(directory)],
                 tenant.id.to_string(),
             ))
         })
@@ -261,15 +263,35 @@ impl Writes {
         let name = valid_name("name", name)?;
         let (id, name) = (&id, &name);
         self.execute(client_id, "updateTenant", &(id, name), move || async move {
-            if self.tenant(id).await?.name == *name {
+            let current = self.tenant(id).await?;
+            if current.name == *name {
                 return Ok(Plan::new(Vec::new(), id.to_string()));
             }
-            let op = WriteOp::Update {
-                key: keys::tenant(id),
-                actions: vec![set(attrs::NAME, AttributeValue::S(name.clone()))],
-                condition: Some(Condition::Exists),
+            let renamed = Tenant {
+                id: id.clone(),
+                name: name.clone(),
             };
-            Ok(Plan::new(vec![op], id.to_string()))
+            let [_, directory] = items::tenant_items(&renamed);
+            let ops = vec![
+                // Conditioned on the name as read: a rename that raced this one is planned
+                // again, so the tenant and its directory row always carry the same name.
+                WriteOp::Update {
+                    key: keys::tenant(id),
+                    actions: vec![set(attrs::NAME, AttributeValue::S(name.clone()))],
+                    condition: Some(Condition::equals(
+                        attrs::NAME,
+                        AttributeValue::S(current.name.clone()),
+                    )),
+                },
+                // The directory row moves to the new name's place. Put whole, without a
+                // condition of its own (the tenant's update guards the transaction), so a
+                // tenant written before the directory existed gets its row by its next rename.
+                WriteOp::Put {
+                    item: directory,
+                    condition: None,
+                },
+            ];
+            Ok(Plan::new(ops, id.to_string()))
         })
         .await
     }

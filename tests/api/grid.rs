@@ -1,0 +1,689 @@
+//! The web grid (`/` and `/p/<projectId>`, built from `web/` into `assets/grid/`) in a real
+//! browser, against both stores: Debian's Chromium driven by playwright-core
+//! (`tests/support/browser_grid.mjs`) with every request that is not for loopback blocked.
+//! The script does what a user does (scrolls, clicks headers, types into cells, downloads)
+//! and reports what the page shows; these tests judge it against the API's own pages:
+//! - scrolling a 2,000-issue grid from top to bottom shows every row exactly once, at its
+//!   `aria-rowindex`, in the API's order, for three sorts and a filter, reading each page once;
+//! - a cell of every type edited by keyboard persists (the page reloaded and the API agree),
+//!   and an invalid value shows the server's message and is rolled back;
+//! - two users editing one cell: the second sees the conflict dialog and overwrites;
+//! - a view's tab shows its order and count, and a Shift-click multi-sort saves a view;
+//! - the CSV export's rows are the API's pages for the same sort and filter.
+//!
+//! Any Content-Security-Policy violation, console error, page error or request that leaves
+//! the machine fails the test. Needs Chromium, Node.js and npm: see `tests/support/browser.rs`.
+
+use crate::support::app::{Backend, TestApp};
+use crate::support::browser;
+use gridgate::repo::verify;
+use gridgate::seed::{self, Synthetic};
+use serde_json::{json, Value};
+
+/// Issues in the scrolled project.
+const ISSUES: u32 = 2_000;
+/// The grid's page size (`web/src/rows.ts`).
+const PAGE: usize = 100;
+
+/// Runs one scenario of `browser_grid.mjs` against `app` and returns its result, after
+/// checking that nothing went wrong in the page.
+async fn run(app: &TestApp, scenario: &str, spec: Value) -> Value {
+    run_allowing(app, scenario, spec, &[]).await
+}
+
+/// [`run`], with console errors containing one of `expected` allowed (the browser logs every
+/// 401 it receives, which signing in begins with).
+async fn run_allowing(app: &TestApp, scenario: &str, mut spec: Value, expected: &[&str]) -> Value {
+    spec["baseUrl"] = Value::from(app.url(""));
+    spec["scenario"] = Value::from(scenario);
+    let report = browser::run("browser_grid.mjs", spec).await;
+    assert!(
+        report["failure"].is_null(),
+        "{scenario}: the browser step failed: {}",
+        report["failure"].as_str().unwrap_or_default()
+    );
+    let console: Vec<&Value> = report["consoleErrors"]
+        .as_array()
+        .expect("console errors")
+        .iter()
+        .filter(|e| {
+            !expected
+                .iter()
+                .any(|x| e.as_str().unwrap_or_default().contains(x))
+        })
+        .collect();
+    assert!(console.is_empty(), "{scenario}: console errors {console:?}");
+    for key in ["pageErrors", "violations", "blocked"] {
+        assert_eq!(report[key], json!([]), "{scenario}: {key}");
+    }
+    report["result"].clone()
+}
+
+/// A counted synthetic project of `ISSUES` issues with a field of every type; returns its id
+/// and its fields' ids by type name (`TEXT`, `INT`, …).
+async fn big_project(app: &TestApp) -> (String, Value) {
+    let created = seed::synthetic(
+        &app.store,
+        Synthetic {
+            projects: 1,
+            issues: ISSUES,
+            fields: 6,
+            seed: 23,
+        },
+        |_| {},
+    )
+    .await
+    .expect("seed");
+    let project = created[0].project.clone();
+    // The synthetic loader writes no counters; reindexing counts the project, so the grid
+    // sizes its scrollbar from `totalCount`.
+    verify::reindex(&app.store, None).await.expect("reindex");
+    let fields = app
+        .data(
+            "query($p: ID!) { project(id: $p) { customFields { id type } } }",
+            json!({"p": project}),
+        )
+        .await["project"]["customFields"]
+        .as_array()
+        .expect("fields")
+        .iter()
+        .map(|f| {
+            (
+                f["type"].as_str().unwrap_or_default().to_string(),
+                f["id"].clone(),
+            )
+        })
+        .collect::<serde_json::Map<_, _>>();
+    (project, Value::Object(fields))
+}
+
+/// The (num, name) of every issue of the project under `order_by` and `filter`, from the
+/// API's own pages.
+async fn api_rows(
+    app: &TestApp,
+    project: &str,
+    order_by: Value,
+    filter: Value,
+) -> Vec<(i64, String)> {
+    let mut rows = Vec::new();
+    let mut after = Value::Null;
+    loop {
+        let page = app
+            .data(
+                "query($p: ID!, $o: IssueOrder, $f: IssueFilter, $a: String) {
+                    project(id: $p) { issues(first: 100, after: $a, orderBy: $o, filter: $f) {
+                        pageInfo { hasNextPage endCursor } nodes { num name } } } }",
+                json!({"p": project, "o": order_by, "f": filter, "a": after}),
+            )
+            .await;
+        let issues = &page["project"]["issues"];
+        for node in issues["nodes"].as_array().expect("nodes") {
+            rows.push((
+                node["num"].as_i64().expect("num"),
+                node["name"].as_str().expect("name").to_string(),
+            ));
+        }
+        if issues["pageInfo"]["hasNextPage"] != json!(true) {
+            return rows;
+        }
+        after = issues["pageInfo"]["endCursor"].clone();
+    }
+}
+
+/// The URL parameter of a filter.
+fn filter_param(filter: &Value) -> String {
+    url_encode(&filter.to_string())
+}
+
+fn url_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// Scrolling the whole grid shows each row once, in the API's order, under three sorts and
+/// a filter, and reads each page once.
+async fn grid_scrolls_every_row_once(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let (project, fields) = big_project(&app).await;
+    let int = fields["INT"].as_str().expect("an INT field");
+    let text = fields["TEXT"].as_str().expect("a TEXT field");
+    let filter =
+        json!({"column": {"field": "CUSTOM_FIELD", "customFieldId": text}, "contains": "a"});
+    let cases = [
+        (format!("/p/{project}"), json!(null), json!(null)),
+        (
+            format!("/p/{project}?sort=-name"),
+            json!({"field": "NAME", "direction": "DESC"}),
+            json!(null),
+        ),
+        (
+            format!("/p/{project}?sort={int}~first"),
+            json!({"field": "CUSTOM_FIELD", "customFieldId": int, "direction": "ASC", "empty": "FIRST"}),
+            json!(null),
+        ),
+        (
+            format!("/p/{project}?sort=name&filter={}", filter_param(&filter)),
+            json!({"field": "NAME", "direction": "ASC"}),
+            filter.clone(),
+        ),
+    ];
+    let urls: Vec<&str> = cases.iter().map(|(url, _, _)| url.as_str()).collect();
+    let result = run(&app, "scroll", json!({"urls": urls})).await;
+    let grids = result.as_array().expect("one report per URL");
+    assert_eq!(grids.len(), cases.len());
+    for ((url, order_by, filter), grid) in cases.iter().zip(grids) {
+        let expected = api_rows(&app, &project, order_by.clone(), filter.clone()).await;
+        let shown: Vec<(i64, String)> = grid["rows"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .map(|r| {
+                (
+                    r["num"].as_i64().expect("num"),
+                    r["name"].as_str().expect("name").to_string(),
+                )
+            })
+            .collect();
+        let indexes: Vec<i64> = grid["rows"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .map(|r| r["index"].as_i64().expect("aria-rowindex"))
+            .collect();
+        assert_eq!(
+            grid["duplicates"],
+            json!([]),
+            "{url}: a row index showed two issues"
+        );
+        // Row i (from 1) is aria-rowindex i + 1: the header row is 1.
+        let expected_indexes: Vec<i64> = (2..2 + expected.len() as i64).collect();
+        same_list(url, "aria-rowindex", &indexes, &expected_indexes);
+        same_list(url, "rows", &shown, &expected);
+        let pages = grid["operations"]["GridIssues"]
+            .as_u64()
+            .expect("page requests") as usize;
+        let minimum = expected.len().div_ceil(PAGE).max(1);
+        // One request per page, and one more when the last full page could not tell that
+        // nothing follows it.
+        assert!(
+            (minimum..=minimum + 1).contains(&pages),
+            "{url}: {pages} page requests for {} rows",
+            expected.len()
+        );
+        if filter.is_null() {
+            assert_eq!(grid["rowCount"], json!(ISSUES + 1), "{url}: aria-rowcount");
+        }
+        eprintln!(
+            "{backend:?} {url}: {} rows, {pages} page requests, first 50 rows at {} ms, \
+             scrolled in {} ms, long tasks {}",
+            expected.len(),
+            grid["firstRowsMs"],
+            grid["scrollMs"],
+            grid["longTasks"]
+        );
+    }
+}
+
+/// Asserts two lists are equal, naming the first difference rather than printing thousands
+/// of entries.
+fn same_list<T: PartialEq + std::fmt::Debug>(url: &str, what: &str, shown: &[T], expected: &[T]) {
+    if let Some(at) =
+        (0..shown.len().max(expected.len())).find(|&i| shown.get(i) != expected.get(i))
+    {
+        panic!(
+            "{url}: {what} differ first at {at} (shown {} entries, expected {}): shown {:?}, expected {:?}",
+            shown.len(),
+            expected.len(),
+            &shown[at.min(shown.len())..(at + 5).min(shown.len())],
+            &expected[at.min(expected.len())..(at + 5).min(expected.len())],
+        );
+    }
+}
+
+/// A small project with a column of every type and one issue.
+async fn typed_project(app: &TestApp) -> (String, Value) {
+    let tenant = app
+        .data(
+            r#"mutation { createTenant(input: {name: "Grid"}) { tenant { id } } }"#,
+            json!({}),
+        )
+        .await["createTenant"]["tenant"]["id"]
+        .clone();
+    let project = app
+        .data(
+            r#"mutation($t: ID!) { createProject(input: {tenantId: $t, name: "Typed"}) { project { id } } }"#,
+            json!({"t": tenant}),
+        )
+        .await["createProject"]["project"]["id"]
+        .as_str()
+        .expect("project")
+        .to_string();
+    let mut fields = serde_json::Map::new();
+    for (name, ty) in [
+        ("Notes", "TEXT"),
+        ("Points", "INT"),
+        ("Estimate", "NUMBER"),
+        ("Due", "DATE"),
+        ("Done", "CHECKBOX"),
+        ("Priority", "SELECT"),
+    ] {
+        let options = if ty == "SELECT" {
+            json!([{"label": "Low", "color": "green"}, {"label": "High", "color": "red"}])
+        } else {
+            Value::Null
+        };
+        let id = app
+            .data(
+                r#"mutation($p: ID!, $n: String!, $t: CustomFieldType!, $o: [SelectOptionInput!]) {
+                    createCustomField(input: {projectId: $p, name: $n, type: $t, options: $o}) {
+                        customField { id } } }"#,
+                json!({"p": project, "n": name, "t": ty, "o": options}),
+            )
+            .await["createCustomField"]["customField"]["id"]
+            .clone();
+        fields.insert(ty.to_string(), id);
+    }
+    app.data(
+        r#"mutation($p: ID!) { createIssue(input: {projectId: $p, name: "First issue"}) { issue { id } } }"#,
+        json!({"p": project}),
+    )
+    .await;
+    (project, Value::Object(fields))
+}
+
+/// The first issue of a project as the API reads it: name, state and each cell's value.
+async fn first_issue(app: &TestApp, project: &str) -> Value {
+    app.data(
+        "query($p: ID!) { project(id: $p) { issues(first: 1) { nodes {
+            name state version fieldValues { value field { type } option { label } } } } } }",
+        json!({"p": project}),
+    )
+    .await["project"]["issues"]["nodes"][0]
+        .clone()
+}
+
+/// Every column type is edited by keyboard and persists; an invalid integer shows the
+/// server's message and is rolled back; two users editing one cell meet the conflict dialog.
+async fn grid_edits_each_type_and_resolves_conflicts(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let (project, fields) = typed_project(&app).await;
+    let id = |ty: &str| fields[ty].as_str().expect("field").to_string();
+    let steps = json!([
+        {"column": "name", "kind": "text", "value": "Renamed issue"},
+        {"column": "state", "kind": "select", "value": "Closed"},
+        {"column": id("TEXT"), "kind": "text", "value": "hello, \"world\""},
+        {"column": id("INT"), "kind": "text", "value": "42"},
+        {"column": id("NUMBER"), "kind": "text", "value": "3.25"},
+        {"column": id("DATE"), "kind": "text", "value": "2026-03-04"},
+        {"column": id("CHECKBOX"), "kind": "checkbox"},
+        {"column": id("SELECT"), "kind": "select", "value": "High"},
+        {"column": id("INT"), "kind": "invalid", "value": "forty"},
+    ]);
+    let result = run(
+        &app,
+        "edit",
+        json!({"path": format!("/p/{project}"), "steps": steps}),
+    )
+    .await;
+    // Edits merge their payloads into the cache: no page is read again.
+    assert_eq!(
+        result["readsAfter"]["GridIssues"],
+        result["readsBefore"]["GridIssues"]
+    );
+    assert_eq!(result["readsAfter"]["GridIssues"], json!(1));
+    let expected_cells = json!({
+        "name": "Renamed issue",
+        "state": "Closed",
+        id("TEXT"): "hello, \"world\"",
+        id("INT"): "42",
+        id("NUMBER"): "3.25",
+        id("DATE"): "2026-03-04",
+        id("CHECKBOX"): "☑",
+        id("SELECT"): "High",
+        "num": "1",
+    });
+    assert_eq!(
+        result["beforeReload"], expected_cells,
+        "the cells after the edits"
+    );
+    assert_eq!(
+        result["afterReload"], expected_cells,
+        "the cells after a reload"
+    );
+    let messages = result["messages"].as_array().expect("messages");
+    assert_eq!(messages.len(), 1);
+    let message = messages[0]["message"].as_str().expect("a message");
+    assert!(
+        message.contains("forty") && message.contains("whole number"),
+        "the server's message is shown: {message}"
+    );
+    assert_eq!(
+        messages[0]["after"],
+        json!("42"),
+        "the refused edit is rolled back"
+    );
+    let issue = first_issue(&app, &project).await;
+    assert_eq!(issue["name"], "Renamed issue");
+    assert_eq!(issue["state"], "CLOSED");
+    let values: Vec<(String, String)> = issue["fieldValues"]
+        .as_array()
+        .expect("values")
+        .iter()
+        .map(|v| {
+            let shown = v["option"]["label"]
+                .as_str()
+                .or(v["value"].as_str())
+                .unwrap_or_default();
+            (
+                v["field"]["type"].as_str().unwrap_or_default().to_string(),
+                shown.to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        values,
+        [
+            ("TEXT", "hello, \"world\""),
+            ("INT", "42"),
+            ("NUMBER", "3.25"),
+            ("DATE", "2026-03-04"),
+            ("CHECKBOX", "true"),
+            ("SELECT", "High"),
+        ]
+        .map(|(t, v)| (t.to_string(), v.to_string()))
+    );
+
+    let conflict = run(
+        &app,
+        "conflict",
+        json!({"path": format!("/p/{project}"), "column": id("TEXT"), "first": "from the first", "second": "from the second"}),
+    )
+    .await;
+    let dialog = conflict["dialog"].as_str().expect("the dialog's text");
+    assert!(
+        dialog.contains("from the first") && dialog.contains("from the second"),
+        "the dialog shows both values: {dialog}"
+    );
+    assert_eq!(conflict["shown"], "from the second");
+    let issue = first_issue(&app, &project).await;
+    assert_eq!(issue["fieldValues"][0]["value"], "from the second");
+}
+
+/// The CSV text's rows as (num, name), skipping its header.
+fn csv_rows(text: &str) -> Vec<(i64, String)> {
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let headers = reader.headers().expect("a header row").clone();
+    let num = headers
+        .iter()
+        .position(|h| h == "Num")
+        .expect("a Num column");
+    let name = headers
+        .iter()
+        .position(|h| h == "Name")
+        .expect("a Name column");
+    reader
+        .records()
+        .map(|r| {
+            let r = r.expect("a CSV record");
+            (r[num].parse().expect("a num"), r[name].to_string())
+        })
+        .collect()
+}
+
+/// A view's tab shows its order and count; a Shift-click multi-sort saves a view; the CSV
+/// export holds the API's rows for the grid's sort and filter.
+async fn grid_views_and_export(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let (project, fields) = big_project(&app).await;
+    let text = fields["TEXT"].as_str().expect("a TEXT field").to_string();
+    let view = app
+        .data(
+            "mutation($i: CreateViewInput!) { createView(input: $i) { view { id } } }",
+            json!({"i": {"projectId": project, "name": "By text", "orderBy": [
+                {"field": "CUSTOM_FIELD", "customFieldId": text, "direction": "DESC"},
+                {"field": "NUM", "direction": "ASC"}]}}),
+        )
+        .await["createView"]["view"]["id"]
+        .as_str()
+        .expect("view")
+        .to_string();
+    app.sweeps_idle().await;
+    let first_ten = app
+        .data(
+            "query($p: ID!, $v: ID!) { project(id: $p) { view(id: $v) { issues(first: 10) { nodes { num } } } } }",
+            json!({"p": project, "v": view}),
+        )
+        .await["project"]["view"]["issues"]["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .map(|n| n["num"].clone())
+        .collect::<Vec<_>>();
+
+    let result = run(
+        &app,
+        "views",
+        json!({
+            "viewPath": format!("/p/{project}?view={view}"),
+            "allPath": format!("/p/{project}"),
+            "sortColumn": "name",
+            "addColumn": "state",
+            "viewName": "Name then state",
+            // The README's picture of the grid: `GRIDGATE_GRID_SCREENSHOT=docs/grid.png`.
+            "screenshot": std::env::var("GRIDGATE_GRID_SCREENSHOT")
+                .ok()
+                .map(|path| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path)),
+        }),
+    )
+    .await;
+    let jump = &result["jump"];
+    let last = api_rows(&app, &project, Value::Null, Value::Null).await;
+    assert_eq!(
+        jump["last"]["index"],
+        json!(ISSUES + 1),
+        "the last row after the jump"
+    );
+    assert_eq!(jump["last"]["num"], json!(last.last().expect("issues").0));
+    assert_eq!(
+        jump["operations"]["GridIssues:last"],
+        json!(1),
+        "the end is read with `last`"
+    );
+    assert_eq!(
+        jump["operations"]["GridIssues"],
+        json!(1),
+        "and not by reading every page"
+    );
+    let shown = &result["view"];
+    assert_eq!(shown["tab"], "By text");
+    assert_eq!(shown["count"], "2,000 issues");
+    assert_eq!(shown["rowCount"], json!(ISSUES + 1));
+    let headers = shown["headers"].as_array().expect("headers");
+    let header = |key: &str| {
+        headers
+            .iter()
+            .find(|h| h["column"] == key)
+            .cloned()
+            .expect("header")
+    };
+    assert_eq!(header(&text)["sort"], "descending");
+    assert_eq!(header(&text)["indicator"], "▼1");
+    assert_eq!(
+        header("num")["sort"],
+        Value::Null,
+        "aria-sort is on the first key only"
+    );
+    assert_eq!(header("num")["indicator"], "▲2");
+    assert_eq!(header("name")["indicator"], Value::Null);
+    let nums: Vec<Value> = shown["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| r["num"].clone())
+        .collect();
+    assert_eq!(nums, first_ten, "the view's first rows");
+
+    let created = &result["created"];
+    assert!(
+        created["title"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("saved view"),
+        "the dialog says multi-key sorts live in views: {}",
+        created["title"]
+    );
+    assert_eq!(created["tab"], "Name then state");
+    let views = app
+        .data(
+            "query($p: ID!) { project(id: $p) { views { id name orderBy { field direction } } } }",
+            json!({"p": project}),
+        )
+        .await["project"]["views"]
+        .clone();
+    let saved = views
+        .as_array()
+        .expect("views")
+        .iter()
+        .find(|v| v["name"] == "Name then state")
+        .cloned()
+        .expect("the saved view");
+    assert_eq!(
+        saved["orderBy"],
+        json!([{"field": "NAME", "direction": "ASC"}, {"field": "STATE", "direction": "ASC"}])
+    );
+    assert!(
+        created["url"]
+            .as_str()
+            .unwrap_or_default()
+            .ends_with(&format!(
+                "view={}",
+                saved["id"].as_str().unwrap_or_default()
+            )),
+        "the page moved to the new view: {}",
+        created["url"]
+    );
+
+    let filter = json!({"column": {"field": "STATE"}, "eq": "OPEN"});
+    let exported = run(
+        &app,
+        "export",
+        json!({"path": format!("/p/{project}?sort=-name&filter={}", filter_param(&filter))}),
+    )
+    .await;
+    let expected = api_rows(
+        &app,
+        &project,
+        json!({"field": "NAME", "direction": "DESC"}),
+        filter,
+    )
+    .await;
+    assert!(!expected.is_empty());
+    assert_eq!(
+        csv_rows(exported["text"].as_str().expect("the file")),
+        expected
+    );
+    assert!(exported["name"]
+        .as_str()
+        .unwrap_or_default()
+        .ends_with(".csv"));
+}
+
+/// Adding an issue puts it where the order lists it (without reading a page again), deleting
+/// it takes it out, and a column is added with options, renamed, moved and deleted.
+async fn grid_manages_issues_and_columns(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let (project, _) = typed_project(&app).await;
+    let result = run(
+        &app,
+        "manage",
+        json!({
+            "path": format!("/p/{project}?sort=name"),
+            "issueName": "Aardvark",
+            "columnName": "Severity",
+            "renamed": "Sev",
+        }),
+    )
+    .await;
+    assert_eq!(result["countBefore"], "1 issue");
+    assert_eq!(
+        result["addedAt"],
+        json!(2),
+        "first by name, under the header row"
+    );
+    assert_eq!(result["countAfterAdd"], "2 issues");
+    assert_eq!(
+        result["readsAfterAdd"]["GridIssues"],
+        json!(1),
+        "no page read again"
+    );
+    assert_eq!(result["countAfterDelete"], "1 issue");
+    let base = [
+        "Num", "Name", "State", "Notes", "Points", "Estimate", "Due", "Done", "Priority",
+    ];
+    let with = |extra: &[&str]| -> Value { json!(base.iter().chain(extra).collect::<Vec<_>>()) };
+    assert_eq!(result["afterAdd"], with(&["Severity"]));
+    let moved = json!([
+        "Num", "Name", "State", "Notes", "Points", "Estimate", "Due", "Done", "Sev", "Priority"
+    ]);
+    assert_eq!(result["afterMove"], moved);
+    assert_eq!(result["afterDelete"], with(&[]));
+    let issues = app
+        .data(
+            "query($p: ID!) { project(id: $p) { issues(first: 10) { nodes { name } } customFields { name } } }",
+            json!({"p": project}),
+        )
+        .await;
+    assert_eq!(
+        issues["project"]["issues"]["nodes"],
+        json!([{"name": "First issue"}])
+    );
+    assert_eq!(
+        issues["project"]["customFields"].as_array().map(Vec::len),
+        Some(6)
+    );
+}
+
+/// Under `--auth jwt` the page asks for a token, keeps it for the tab, and then shows the
+/// caller's grid and only the caller's tenant.
+async fn grid_signs_in_under_jwt(backend: Backend) {
+    let app = TestApp::spawn_with_settings(backend, crate::auth::settings()).await;
+    app.seed_demo().await;
+    let token = crate::auth::token("tenant-0807", "grid:read grid:write");
+    let result = run_allowing(
+        &app,
+        "signin",
+        json!({"path": "/p/project-35e9", "token": token}),
+        &["status of 401"],
+    )
+    .await;
+    let names: Vec<Value> = result["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| r["name"].clone())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            json!("Needs Painting"),
+            json!("Check for rust"),
+            json!("Girder needs replacing")
+        ]
+    );
+    assert_eq!(result["tenants"], json!(["ACME Engineering"]));
+    assert_eq!(result["stored"], json!(true));
+}
+
+crate::both_stores!(
+    grid_manages_issues_and_columns,
+    grid_signs_in_under_jwt,
+    grid_scrolls_every_row_once,
+    grid_edits_each_type_and_resolves_conflicts,
+    grid_views_and_export,
+);

@@ -1,0 +1,511 @@
+// Drives gridgate's web grid (`/p/<projectId>`) in Debian's headless Chromium with
+// playwright-core, with every non-loopback request blocked, and reports what a user would
+// see. Used by tests/api/grid.rs, which judges what this reports against the API, and by
+// benches/grid_browser.sh, which reports the page's timings.
+//
+//   node browser_grid.mjs <spec.json>
+//
+// The spec names the server (`baseUrl`), the npm prefix holding playwright-core
+// (`playwright`), the browser (`chromium`), the time limit of each step (`stepTimeoutMs`) and
+// the `scenario` with its parameters:
+//
+//   scroll   { urls: [path…] }: opens each grid and scrolls it from top to bottom, collecting
+//            every row's aria-rowindex, num and name; also the GraphQL page requests sent,
+//            the long tasks seen while scrolling, and when the first 50 rows were on screen.
+//   load     { urls: [path…] }: opens each grid in a fresh page; when were 50 rows on screen.
+//   edit     { path, steps: [{column, kind, value}] }: edits cells of the first row by
+//            keyboard, then reloads and reads the row; an "invalid" step reports the message.
+//   conflict { path, column, first, second }: two browser contexts edit the same cell; the
+//            second answers the conflict dialog with "Overwrite with mine".
+//   views    { viewPath, allPath, sortColumn, addColumn, viewName, screenshot? }: jumps to
+//            the end of the list, reads a view's tab, headers and count (and saves a picture
+//            of it), then Shift-click sorts by two columns and saves the view.
+//   export   { path }: clicks "Download CSV" and reports the file.
+//   manage   { path, issueName, columnName, renamed }: adds and deletes an issue, adds,
+//            renames, moves and deletes a column.
+//   signin   { path, token }: answers the sign-in dialog of `--auth jwt`.
+//
+// It prints one JSON object: { "result": …, "consoleErrors", "pageErrors", "violations",
+// "blocked", "failure" }. Every wait is on a condition, bounded by the step time limit.
+
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+
+const spec = JSON.parse(readFileSync(process.argv[2], 'utf8'));
+const require = createRequire(path.join(spec.playwright, 'node_modules', 'noop.js'));
+const { chromium } = require('playwright-core');
+
+function isLoopback(url) {
+  let parsed;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return false;
+  }
+  if (parsed.protocol === 'data:' || parsed.protocol === 'blob:') return true;
+  const host = parsed.hostname;
+  return host === 'localhost' || host === '[::1]' || /^127(\.\d{1,3}){3}$/.test(host);
+}
+
+const report = { result: null, consoleErrors: [], pageErrors: [], violations: [], blocked: [], failure: null };
+
+const browser = await chromium.launch({
+  executablePath: spec.chromium,
+  headless: true,
+  args: [
+    '--headless',
+    '--no-sandbox',
+    '--disable-gpu',
+    '--disable-quic',
+    '--no-first-run',
+    '--disable-background-networking',
+    '--disable-component-update',
+    '--disable-sync',
+    '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1',
+  ],
+});
+
+/** A fresh browser context (its own storage, as a second user has). */
+async function newContext(viewport = { width: 1280, height: 900 }) {
+  const context = await browser.newContext({ viewport, acceptDownloads: true, baseURL: spec.baseUrl });
+  context.setDefaultTimeout(spec.stepTimeoutMs);
+  context.setDefaultNavigationTimeout(spec.stepTimeoutMs);
+  await context.route('**/*', (route) => {
+    const url = route.request().url();
+    if (isLoopback(url)) return route.continue();
+    report.blocked.push(url);
+    return route.abort('blockedbyclient');
+  });
+  await context.addInitScript(() => {
+    window.__violations = [];
+    document.addEventListener('securitypolicyviolation', (e) =>
+      window.__violations.push(`${e.violatedDirective} ${e.blockedURI}`),
+    );
+    window.__longTasks = [];
+    try {
+      new PerformanceObserver((list) => {
+        for (const entry of list.getEntries()) window.__longTasks.push(entry.duration);
+      }).observe({ type: 'longtask', buffered: true });
+    } catch {
+      // No long-task timing in this browser: nothing is reported.
+    }
+    // The moment the first 50 rows are on screen with their data (row 51 counts the header).
+    new MutationObserver((_, observer) => {
+      if (window.__firstRows === undefined && document.querySelector('[role="row"][aria-rowindex="51"]:not([aria-busy])')) {
+        window.__firstRows = performance.now();
+        observer.disconnect();
+      }
+    }).observe(document, { childList: true, subtree: true, attributes: true, attributeFilter: ['aria-busy'] });
+  });
+  return context;
+}
+
+async function newPage(context) {
+  const page = await context.newPage();
+  page.on('console', (message) => {
+    if (message.type() === 'error') report.consoleErrors.push(message.text());
+  });
+  page.on('pageerror', (error) => report.pageErrors.push(String(error)));
+  return page;
+}
+
+/** Counts the GraphQL requests a page sends, by operation name. */
+function countOperations(page) {
+  const counts = {};
+  page.on('request', (request) => {
+    if (!request.url().endsWith('/graphql') || request.method() !== 'POST') return;
+    try {
+      const body = JSON.parse(request.postData() ?? '{}');
+      // Pages read backward from the end (`last`) are counted apart.
+      const name = `${body.operationName ?? '(anonymous)'}${body.variables?.last != null ? ':last' : ''}`;
+      counts[name] = (counts[name] ?? 0) + 1;
+    } catch {
+      counts['(unreadable)'] = (counts['(unreadable)'] ?? 0) + 1;
+    }
+  });
+  return counts;
+}
+
+const ROWS = '[role="grid"] [role="row"]';
+
+async function openGrid(page, url) {
+  await page.goto(url);
+  await page.waitForSelector('[role="grid"]');
+  await settled(page);
+}
+
+/** Waits until no rendered row is waiting for its page. */
+async function settled(page) {
+  await page.waitForFunction(() => document.querySelector('[role="grid"] [role="row"][aria-busy="true"]') === null);
+}
+
+/** Waits until the virtualizer has rendered the rows at the grid's scroll position (it
+ * re-renders on the scroll event, a frame after the scroll). */
+async function rendered(page) {
+  await page.waitForFunction(() => {
+    const grid = document.querySelector('[role="grid"]');
+    const header = grid.querySelector('[role="row"][aria-rowindex="1"]');
+    const height = 32;
+    const headerHeight = header?.offsetHeight ?? 0;
+    // The rows the grid holds now, read ones or not (aria-rowcount is -1 while unknown).
+    const rows = Math.round((grid.scrollHeight - headerHeight) / height);
+    const top = Math.min(Math.floor(grid.scrollTop / height), rows - 1);
+    const bottom = Math.min(Math.floor((grid.scrollTop + grid.clientHeight - headerHeight) / height), rows - 1);
+    const has = (i) => grid.querySelector(`[role="row"][aria-rowindex="${i + 2}"]`) !== null;
+    return has(top) && (bottom < top || has(bottom));
+  });
+}
+
+async function visibleRows(page) {
+  return page.$$eval(`${ROWS}[aria-rowindex]`, (rows) =>
+    rows
+      .filter((row) => row.getAttribute('aria-rowindex') !== '1' && !row.hasAttribute('aria-busy'))
+      .map((row) => ({
+        index: Number(row.getAttribute('aria-rowindex')),
+        num: Number(row.querySelector('[data-column="num"]')?.textContent ?? 'NaN'),
+        name: row.querySelector('[data-column="name"]')?.textContent ?? '',
+      })),
+  );
+}
+
+/** Scrolls the grid from top to bottom a screenful at a time, collecting every row once. */
+async function scrollAll(page) {
+  const seen = new Map();
+  const duplicates = [];
+  await page.evaluate(() => {
+    window.__longTasks = [];
+  });
+  for (let step = 0; ; step++) {
+    await settled(page);
+    for (const row of await visibleRows(page)) {
+      const before = seen.get(row.index);
+      if (before && (before.num !== row.num || before.name !== row.name)) duplicates.push({ before, row });
+      seen.set(row.index, row);
+    }
+    const atBottom = await page.$eval('[role="grid"]', (grid) => {
+      const bottom = grid.scrollTop + grid.clientHeight >= grid.scrollHeight - 1;
+      if (!bottom) grid.scrollTop += grid.clientHeight - 64;
+      return bottom;
+    });
+    await rendered(page);
+    if (atBottom) {
+      // With no count the grid grows as it reads: the bottom is the end only once it stops.
+      await settled(page);
+      const grew = await page.$eval('[role="grid"]', (grid) => grid.scrollTop + grid.clientHeight < grid.scrollHeight - 1);
+      if (!grew) {
+        for (const row of await visibleRows(page)) seen.set(row.index, row);
+        break;
+      }
+    }
+    if (step > 100000) throw new Error('the grid never reached its end');
+  }
+  const rows = [...seen.values()].sort((a, b) => a.index - b.index);
+  const info = await page.evaluate(() => ({
+    longTasks: window.__longTasks,
+    rowCount: Number(document.querySelector('[role="grid"]').getAttribute('aria-rowcount')),
+    count: document.querySelector('.count')?.textContent ?? '',
+  }));
+  return { rows, duplicates, ...info };
+}
+
+async function scenarioScroll() {
+  const context = await newContext({ width: 1280, height: spec.viewportHeight ?? 1900 });
+  const out = [];
+  for (const url of spec.urls) {
+    const page = await newPage(context);
+    const operations = countOperations(page);
+    const started = Date.now();
+    await openGrid(page, url);
+    const firstRowsMs = await page.evaluate(() => window.__firstRows ?? null);
+    const loadMs = Date.now() - started;
+    const scrolled = await scrollAll(page);
+    out.push({ url, firstRowsMs, loadMs, scrollMs: Date.now() - started - loadMs, operations, ...scrolled });
+    report.violations.push(...(await page.evaluate(() => window.__violations)));
+    await page.close();
+  }
+  return out;
+}
+
+/** Opens each URL in a fresh page and reports when its first 50 rows were on screen. */
+async function scenarioLoad() {
+  const context = await newContext({ width: 1280, height: 1900 });
+  const out = [];
+  for (const url of spec.urls) {
+    const page = await newPage(context);
+    await page.goto(url);
+    await page.waitForSelector('[role="row"][aria-rowindex="51"]:not([aria-busy])');
+    out.push({ url, firstRowsMs: await page.evaluate(() => window.__firstRows ?? null) });
+    await page.close();
+  }
+  return out;
+}
+
+function cell(page, row, column) {
+  return page.locator(`${ROWS}[aria-rowindex="${row + 1}"] [data-column="${column}"]`);
+}
+
+/** Waits for the response of the mutation an edit sends. */
+function mutationDone(page) {
+  return page.waitForResponse((response) => {
+    if (!response.url().endsWith('/graphql')) return false;
+    const body = response.request().postData() ?? '';
+    return /"operationName":"Grid(SetCell|UpdateIssue)"/.test(body);
+  });
+}
+
+/** Edits the cell of `column` in row `row` (from 1) with the keyboard, as a user would. */
+async function editCell(page, row, step) {
+  const target = cell(page, row, step.column);
+  await target.click();
+  if (step.kind === 'checkbox') {
+    const done = mutationDone(page);
+    await page.keyboard.press('Space');
+    await done;
+    return;
+  }
+  if (step.kind === 'select') {
+    await page.keyboard.press('Enter');
+    const done = mutationDone(page);
+    await page.locator(`[role="listbox"] [role="option"]`, { hasText: step.value }).first().dispatchEvent('mousedown');
+    await done;
+    return;
+  }
+  await page.keyboard.press('F2');
+  const editor = target.locator('input');
+  await editor.waitFor();
+  const done = step.expectNoRequest ? null : mutationDone(page);
+  await editor.fill(step.value);
+  await editor.press('Enter');
+  if (done) await done;
+}
+
+async function readRow(page, row, columns) {
+  const values = {};
+  for (const column of columns) values[column] = (await cell(page, row, column).textContent()) ?? '';
+  return values;
+}
+
+async function scenarioEdit() {
+  const context = await newContext();
+  const page = await newPage(context);
+  const operations = countOperations(page);
+  await openGrid(page, spec.path);
+  const readsBefore = { ...operations };
+  const messages = [];
+  for (const step of spec.steps) {
+    if (step.kind === 'invalid') {
+      const before = await cell(page, 1, step.column).textContent();
+      await editCell(page, 1, { ...step, kind: 'text' });
+      const banner = page.locator('.banner[role="alert"]');
+      await banner.waitFor();
+      // The optimistic value is rolled back once the server refuses it.
+      await page.waitForFunction(
+        ([selector, text]) => document.querySelector(selector)?.textContent === text,
+        [`${ROWS}[aria-rowindex="2"] [data-column="${step.column}"]`, before ?? ''],
+      );
+      messages.push({ column: step.column, message: (await banner.locator('span').textContent()) ?? '', after: await cell(page, 1, step.column).textContent() });
+      await banner.getByRole('button', { name: 'Dismiss' }).click();
+      continue;
+    }
+    await editCell(page, 1, step);
+  }
+  const columns = [...new Set(spec.steps.map((s) => s.column)), 'num'];
+  const beforeReload = await readRow(page, 1, columns);
+  const readsAfter = { ...operations };
+  await page.reload();
+  await page.waitForSelector('[role="grid"]');
+  await settled(page);
+  const afterReload = await readRow(page, 1, columns);
+  report.violations.push(...(await page.evaluate(() => window.__violations)));
+  return { beforeReload, afterReload, messages, readsBefore, readsAfter };
+}
+
+async function scenarioConflict() {
+  const first = await newPage(await newContext());
+  const second = await newPage(await newContext());
+  await openGrid(first, spec.path);
+  await openGrid(second, spec.path);
+  await editCell(first, 1, { column: spec.column, kind: 'text', value: spec.first });
+  // The second user still sees the old version and edits the same cell.
+  const target = cell(second, 1, spec.column);
+  await target.click();
+  await second.keyboard.press('F2');
+  const editor = target.locator('input');
+  await editor.fill(spec.second);
+  await editor.press('Enter');
+  const dialog = second.getByRole('dialog', { name: 'Someone else changed this issue' });
+  await dialog.waitFor();
+  const text = (await dialog.textContent()) ?? '';
+  const done = mutationDone(second);
+  await dialog.getByRole('button', { name: 'Overwrite with mine' }).click();
+  await done;
+  await second.waitForFunction(
+    ([selector, value]) => document.querySelector(selector)?.textContent === value,
+    [`${ROWS}[aria-rowindex="2"] [data-column="${spec.column}"]`, spec.second],
+  );
+  return { dialog: text, shown: await cell(second, 1, spec.column).textContent() };
+}
+
+async function headerState(page) {
+  return page.$$eval('[role="columnheader"][data-column]', (headers) =>
+    headers.map((h) => ({
+      column: h.getAttribute('data-column'),
+      sort: h.getAttribute('aria-sort'),
+      indicator: h.querySelector('.sorted')?.textContent ?? null,
+    })),
+  );
+}
+
+async function scenarioViews() {
+  const page = await newPage(await newContext());
+  const operations = countOperations(page);
+  await openGrid(page, spec.allPath);
+  await page.getByRole('button', { name: 'Jump to end' }).click();
+  await rendered(page);
+  await settled(page);
+  const rows = await visibleRows(page);
+  const jump = { last: rows[rows.length - 1], operations: { ...operations } };
+  await openGrid(page, spec.viewPath);
+  const view = {
+    tab: await page.locator('[role="tab"][aria-selected="true"] .name').textContent(),
+    headers: await headerState(page),
+    count: await page.locator('.count').textContent(),
+    rowCount: Number(await page.getAttribute('[role="grid"]', 'aria-rowcount')),
+    rows: (await visibleRows(page)).slice(0, 10),
+  };
+  if (spec.screenshot) {
+    await cell(page, 3, 'name').click();
+    await page.screenshot({ path: spec.screenshot });
+  }
+  await openGrid(page, spec.allPath);
+  await page.locator(`[role="columnheader"][data-column="${spec.sortColumn}"] button.sort`).click();
+  await page.waitForURL(/sort=/);
+  await settled(page);
+  await page.locator(`[role="columnheader"][data-column="${spec.addColumn}"] button.sort`).click({ modifiers: ['Shift'] });
+  const dialog = page.getByRole('dialog');
+  await dialog.waitFor();
+  const title = await dialog.locator('h2').textContent();
+  await dialog.getByRole('textbox').fill(spec.viewName);
+  await dialog.getByRole('button', { name: 'Create view' }).click();
+  await page.waitForURL(/view=/);
+  const url = page.url();
+  await page.locator('[role="tab"][aria-selected="true"]', { hasText: spec.viewName }).waitFor();
+  return { jump, view, created: { title, url, tab: await page.locator('[role="tab"][aria-selected="true"] .name').textContent() } };
+}
+
+async function headerLabels(page) {
+  return page.$$eval('[role="columnheader"][data-column] .label', (labels) => labels.map((l) => l.textContent));
+}
+
+async function answer(page, button, text) {
+  const dialog = page.getByRole('dialog');
+  await dialog.waitFor();
+  if (text !== undefined) await dialog.getByRole('textbox').first().fill(text);
+  await dialog.getByRole('button', { name: button }).click();
+  await dialog.waitFor({ state: 'detached' });
+}
+
+async function columnMenu(page, label, item) {
+  await page.getByRole('button', { name: `Column menu: ${label}` }).click();
+  await page.getByRole('menuitem', { name: item }).click();
+}
+
+/** Adds an issue, deletes it, and adds, renames, moves and deletes a column. */
+async function scenarioManage() {
+  const page = await newPage(await newContext());
+  const operations = countOperations(page);
+  await openGrid(page, spec.path);
+  const count = async () => page.locator('.count').textContent();
+  const out = { countBefore: await count() };
+  await page.getByRole('button', { name: '+ Issue' }).click();
+  await answer(page, 'Add issue', spec.issueName);
+  const added = page.locator(`${ROWS}[data-issue]`, { has: page.locator('[data-column="name"]', { hasText: spec.issueName }) });
+  await added.waitFor();
+  out.addedAt = Number(await added.getAttribute('aria-rowindex'));
+  out.countAfterAdd = await count();
+  out.readsAfterAdd = { ...operations };
+  await added.locator('.select').click();
+  await page.getByRole('button', { name: 'Delete 1' }).click();
+  await answer(page, 'Delete');
+  await added.waitFor({ state: 'detached' });
+  out.countAfterDelete = await count();
+  await page.getByRole('button', { name: 'Add a column' }).click();
+  const dialog = page.getByRole('dialog', { name: 'New column' });
+  await dialog.getByLabel('Name').fill(spec.columnName);
+  await dialog.getByLabel('Type').selectOption('SELECT');
+  await dialog.getByLabel('Option 1 label').fill('Minor');
+  await dialog.getByRole('button', { name: '+ Option' }).click();
+  await dialog.getByLabel('Option 2 label').fill('Major');
+  await dialog.getByRole('button', { name: 'Add column' }).click();
+  await dialog.waitFor({ state: 'detached' });
+  await page.locator('[role="columnheader"] .label', { hasText: spec.columnName }).waitFor();
+  out.afterAdd = await headerLabels(page);
+  await columnMenu(page, spec.columnName, 'Rename column…');
+  await answer(page, 'Save', spec.renamed);
+  await page.locator('[role="columnheader"] .label', { hasText: spec.renamed }).waitFor();
+  await columnMenu(page, spec.renamed, 'Move left');
+  await page.waitForFunction(
+    ([name]) => {
+      const labels = [...document.querySelectorAll('[role="columnheader"][data-column] .label')].map((l) => l.textContent);
+      return labels.indexOf(name) === labels.length - 2;
+    },
+    [spec.renamed],
+  );
+  out.afterMove = await headerLabels(page);
+  await columnMenu(page, spec.renamed, 'Delete column…');
+  await answer(page, 'Delete column');
+  await page.locator('[role="columnheader"] .label', { hasText: spec.renamed }).waitFor({ state: 'detached' });
+  out.afterDelete = await headerLabels(page);
+  return out;
+}
+
+/** Under `--auth jwt`: the sign-in dialog, then the grid and the home page with the token. */
+async function scenarioSignIn() {
+  const page = await newPage(await newContext());
+  await page.goto(spec.path);
+  const dialog = page.getByRole('dialog', { name: 'Sign in' });
+  await dialog.waitFor();
+  await dialog.getByRole('textbox').fill(spec.token);
+  await dialog.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForSelector(`${ROWS}[aria-rowindex="2"]:not([aria-busy])`);
+  const rows = await visibleRows(page);
+  await page.goto('/');
+  await page.locator('.home-page h2').first().waitFor();
+  const tenants = await page.$$eval('.home-page h2', (h) => h.map((e) => e.textContent));
+  const stored = await page.evaluate(() => sessionStorage.getItem('gridgate.token') !== null);
+  return { rows, tenants, stored };
+}
+
+async function scenarioExport() {
+  const page = await newPage(await newContext());
+  await openGrid(page, spec.path);
+  const download = page.waitForEvent('download');
+  await page.getByRole('button', { name: 'Download CSV' }).click();
+  const file = await download;
+  const stream = await file.createReadStream();
+  const chunks = [];
+  for await (const chunk of stream) chunks.push(chunk);
+  return { name: file.suggestedFilename(), text: Buffer.concat(chunks).toString('utf8') };
+}
+
+const scenarios = {
+  scroll: scenarioScroll,
+  load: scenarioLoad,
+  edit: scenarioEdit,
+  conflict: scenarioConflict,
+  views: scenarioViews,
+  export: scenarioExport,
+  manage: scenarioManage,
+  signin: scenarioSignIn,
+};
+
+try {
+  const run = scenarios[spec.scenario];
+  if (!run) throw new Error(`no scenario ${spec.scenario}`);
+  report.result = await run();
+} catch (error) {
+  report.failure = String(error?.stack ?? error);
+}
+await browser.close();
+process.stdout.write(JSON.stringify(report));

@@ -1,0 +1,61 @@
+// Builds the grid page into ../assets/grid/: one script (grid.js), one stylesheet (grid.css)
+// and the licences of every package bundled into them (grid.licenses.txt). The output is
+// deterministic for a given lockfile, so CI rebuilds it and fails when it differs from what
+// is committed (see .ci/run); `cargo build` embeds the committed files and never needs Node.
+// The build fails when the script and stylesheet together pass the page's size budget.
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { gzipSync } from "node:zlib";
+import * as esbuild from "esbuild";
+
+const OUT = "../assets/grid";
+/** JS plus CSS, gzipped (issue 23's goal). */
+const BUDGET_BYTES = 350 * 1024;
+
+const result = await esbuild.build({
+  entryPoints: { grid: "src/main.tsx" },
+  bundle: true,
+  minify: true,
+  format: "iife",
+  target: ["chrome110", "firefox110", "safari16"],
+  outdir: OUT,
+  jsx: "automatic",
+  // The licences travel in grid.licenses.txt, whole, rather than as scattered comments.
+  legalComments: "none",
+  banner: { js: "/*! gridgate's grid page. Third-party licences: /assets/grid.licenses.txt */" },
+  define: { "process.env.NODE_ENV": '"production"', "globalThis.__DEV__": "false" },
+  charset: "utf8",
+  metafile: true,
+  logLevel: "warning",
+});
+
+// Every package a byte of the bundle came from, with its licence text.
+const packages = new Map();
+for (const input of Object.keys(result.metafile.inputs)) {
+  const match = /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(input);
+  if (!match || packages.has(match[1])) continue;
+  const dir = match[1];
+  const manifest = JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8"));
+  const file = readdirSync(dir).find((name) => /^(licen[cs]e|copying)/i.test(name));
+  const text = file ? readFileSync(path.join(dir, file), "utf8").trim() : `(no licence file; package.json says ${manifest.license})`;
+  packages.set(dir, { name: manifest.name, version: manifest.version, license: manifest.license, text });
+}
+const notices = [...packages.values()]
+  .sort((a, b) => a.name.localeCompare(b.name))
+  .map((p) => `${p.name}@${p.version} (${p.license})\n\n${p.text}\n`)
+  .join(`\n${"-".repeat(72)}\n\n`);
+writeFileSync(
+  path.join(OUT, "grid.licenses.txt"),
+  `The grid page (grid.js, grid.css) bundles these packages, under these licences.\n\n${notices}`,
+);
+
+const gzipped = ["grid.js", "grid.css"].map((name) => {
+  const file = path.join(OUT, name);
+  return existsSync(file) ? gzipSync(readFileSync(file), { level: 9 }).length : 0;
+});
+const total = gzipped[0] + gzipped[1];
+console.log(`grid.js ${gzipped[0]} B + grid.css ${gzipped[1]} B gzipped = ${(total / 1024).toFixed(1)} KiB (budget ${BUDGET_BYTES / 1024} KiB)`);
+if (total > BUDGET_BYTES) {
+  console.error("the grid page is over its size budget");
+  process.exit(1);
+}

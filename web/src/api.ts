@@ -1,0 +1,122 @@
+// The GraphQL client of the grid page: Apollo Client over `/graphql`, the bearer token kept in
+// sessionStorage, and the cache's type policies. Pages of issues merge with Apollo's own
+// `relayStylePagination`, keyed by the order and the filter, and split into "head" lists
+// (read forward from the top with `first`/`after`) and "tail" lists (read backward from the
+// end with `last`/`before`), so that jumping to the end of a long grid does not throw away
+// what was read from the top, each in chunks of a few pages (`rows.ts` says why). Mutation payloads carry the edited issue, which the cache
+// normalises by id: an edit updates every list that shows the issue without a refetch.
+import { ApolloClient, ApolloError, ApolloLink, HttpLink, InMemoryCache } from "@apollo/client";
+import { cacheSizes, relayStylePagination } from "@apollo/client/utilities";
+
+// The cache memoises each issue it reads; its default bounds (50,000 selection sets, 10,000
+// arrays) are smaller than a grid scrolled through 10,000 issues holds (each issue has its
+// `fieldValues` array), and past them every page read the whole list again, evicting and
+// recomputing as it went (seconds per page at 10,000 rows). The bounds only cap what was read.
+cacheSizes["inMemoryCache.executeSelectionSet"] = 2_000_000;
+cacheSizes["inMemoryCache.executeSubSelectedArray"] = 1_000_000;
+
+const TOKEN_KEY = "gridgate.token";
+
+export function token(): string | null {
+  return sessionStorage.getItem(TOKEN_KEY);
+}
+
+export function setToken(value: string | null): void {
+  if (value) sessionStorage.setItem(TOKEN_KEY, value);
+  else sessionStorage.removeItem(TOKEN_KEY);
+}
+
+/** Fired when the server answers 401: the sign-in dialog listens for it. */
+export const SIGN_IN_EVENT = "gridgate:sign-in";
+
+/** `fetch` with the bearer token, raising the sign-in dialog on 401. */
+export async function authFetch(input: RequestInfo | URL, init: RequestInit = {}): Promise<Response> {
+  const headers = new Headers(init.headers);
+  const bearer = token();
+  if (bearer) headers.set("Authorization", `Bearer ${bearer}`);
+  const response = await fetch(input, { ...init, headers });
+  if (response.status === 401) {
+    window.dispatchEvent(new CustomEvent(SIGN_IN_EVENT));
+  }
+  return response;
+}
+
+/** A variable of the page's own, never sent: which chunk of a list a request reads (see
+ * `rows.ts`). The cache keys each chunk apart, so a page arriving re-reads its chunk only. */
+export const CHUNK = "gridChunk";
+
+/** Which list of a connection a request extends: the head or tail (see the module comment),
+ * and its chunk. */
+function end(args: Record<string, unknown> | null, variables: Record<string, unknown> | undefined): string {
+  return `${args && args.last != null ? "tail" : "head"}:${Number(variables?.[CHUNK] ?? 0)}`;
+}
+
+/** Drops the page's own variables before a request leaves. */
+const serverVariablesOnly = new ApolloLink((operation, forward) => {
+  if (CHUNK in operation.variables) {
+    const { [CHUNK]: _chunk, ...rest } = operation.variables;
+    operation.variables = rest;
+  }
+  return forward(operation);
+});
+
+export const client = new ApolloClient({
+  link: ApolloLink.from([serverVariablesOnly, new HttpLink({ uri: "/graphql", fetch: authFetch })]),
+  cache: new InMemoryCache({
+    typePolicies: {
+      Project: {
+        fields: {
+          issues: relayStylePagination(
+            (args, { variables }) =>
+              `issues:${JSON.stringify({ orderBy: args?.orderBy ?? null, filter: args?.filter ?? null })}:${end(args, variables)}`,
+          ),
+          customFields: { merge: false },
+          views: { merge: false },
+        },
+      },
+      View: {
+        fields: {
+          issues: relayStylePagination((args, { variables }) => `issues:${end(args, variables)}`),
+          orderBy: { merge: false },
+        },
+      },
+      Issue: { fields: { fieldValues: { merge: false } } },
+      // A field is kept inside what holds it, not as an entity of its own: every cell names
+      // its field (`fieldValues { field { id } }`), and merging 800 of them into the field's
+      // entity for each page of 100 issues was a third of the page's time in the cache. The
+      // page reads fields from `project { customFields }` and reads that again after a change.
+      CustomField: { keyFields: false, fields: { options: { merge: false } } },
+      Tenant: { fields: { projects: relayStylePagination() } },
+      Query: { fields: { tenants: relayStylePagination() } },
+    },
+  }),
+});
+
+/** The `extensions.code` of a GraphQL error, if the failure is one. */
+export function errorCode(error: unknown): string | undefined {
+  if (error instanceof ApolloError) {
+    const first = error.graphQLErrors[0];
+    const code = first?.extensions?.code;
+    return typeof code === "string" ? code : undefined;
+  }
+  return undefined;
+}
+
+/** A message fit to show: the server's own message for a GraphQL error. */
+export function errorMessage(error: unknown): string {
+  if (error instanceof ApolloError) {
+    if (error.graphQLErrors.length > 0) return error.graphQLErrors.map((e) => e.message).join("; ");
+    if (error.networkError) {
+      const status = (error.networkError as { statusCode?: number }).statusCode;
+      return status === 401 ? "Sign in to continue." : `The server could not be reached (${error.networkError.message}).`;
+    }
+    return error.message;
+  }
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** The `extensions` of the first GraphQL error, for codes that carry data (VIEW_BUILDING). */
+export function errorExtensions(error: unknown): Record<string, unknown> | undefined {
+  if (error instanceof ApolloError) return error.graphQLErrors[0]?.extensions as Record<string, unknown> | undefined;
+  return undefined;
+}

@@ -1,0 +1,177 @@
+// How a cell looks and how it is edited, per column type: text, integer and decimal inputs
+// (the server validates and its message is shown), a date picker, a list of options with
+// their colours for SELECT and State, and a checkbox that toggles in place.
+import { useEffect, useRef, useState } from "react";
+import type { Column } from "./columns";
+import { displayValue, rawValue } from "./columns";
+import type { Issue, SelectOption } from "./queries";
+
+const NAMED_COLOURS = ["default", "gray", "brown", "orange", "yellow", "green", "blue", "purple", "pink", "red"];
+
+/** A chip's colour: a class for the named colours, a CSS colour for `#rrggbb`. */
+export function Chip(props: { label: string; color: string | null }) {
+  const { color } = props;
+  if (color && color.startsWith("#")) {
+    return (
+      <span className="chip" style={{ background: color }}>
+        {props.label}
+      </span>
+    );
+  }
+  const named = color && NAMED_COLOURS.includes(color) ? color : "default";
+  return <span className={`chip chip-${named}`}>{props.label}</span>;
+}
+
+export function CellView(props: { issue: Issue; column: Column }) {
+  const { issue, column } = props;
+  const raw = rawValue(issue, column);
+  switch (column.type) {
+    case "CHECKBOX":
+      return (
+        <span className="checkbox" aria-label={raw === "true" ? "checked" : "not checked"}>
+          {raw === "true" ? "☑" : "☐"}
+        </span>
+      );
+    case "SELECT": {
+      if (raw == null) return null;
+      const option = column.field?.options.find((o) => o.id === raw);
+      return <Chip label={option?.label ?? raw} color={option?.color ?? null} />;
+    }
+    case "STATE":
+      return <Chip label={displayValue(issue, column)} color={raw === "OPEN" ? "green" : "gray"} />;
+    default:
+      return <>{displayValue(issue, column)}</>;
+  }
+}
+
+export interface EditorProps {
+  issue: Issue;
+  column: Column;
+  /** The text typed to start the edit, which replaces the value. */
+  initial: string | null;
+  commit: (value: string | null) => void;
+  cancel: () => void;
+}
+
+/** Whether a column is edited in place (a checkbox toggles) rather than in an editor. */
+export function togglesInPlace(column: Column): boolean {
+  return column.type === "CHECKBOX";
+}
+
+export function isEditable(column: Column): boolean {
+  return column.type !== "NUM";
+}
+
+export function Editor(props: EditorProps) {
+  switch (props.column.type) {
+    case "SELECT":
+    case "STATE":
+      return <OptionEditor {...props} />;
+    default:
+      return <InputEditor {...props} />;
+  }
+}
+
+function InputEditor(props: EditorProps) {
+  const { issue, column, initial, commit, cancel } = props;
+  const [text, setText] = useState(initial ?? rawValue(issue, column) ?? "");
+  const done = useRef(false);
+  const finish = (value: string | null | undefined) => {
+    if (done.current) return;
+    done.current = true;
+    if (value === undefined) cancel();
+    else commit(value);
+  };
+  const kind = column.type === "DATE" ? "date" : "text";
+  const inputMode = column.type === "INT" ? "numeric" : column.type === "NUMBER" ? "decimal" : undefined;
+  return (
+    <input
+      className="cell-editor"
+      aria-label={`Edit ${column.label}`}
+      type={kind}
+      inputMode={inputMode}
+      autoFocus
+      value={text}
+      onFocus={(e) => {
+        if (initial == null && kind === "text") e.currentTarget.select();
+      }}
+      onChange={(e) => setText(e.target.value)}
+      onKeyDown={(e) => {
+        e.stopPropagation();
+        if (e.key === "Enter") {
+          e.preventDefault();
+          finish(text.trim() === "" && column.type !== "NAME" ? null : text);
+        } else if (e.key === "Escape") {
+          e.preventDefault();
+          finish(undefined);
+        }
+      }}
+      onBlur={() => finish(text.trim() === "" && column.type !== "NAME" ? null : text)}
+    />
+  );
+}
+
+function OptionEditor(props: EditorProps) {
+  const { issue, column, commit, cancel } = props;
+  const options: (SelectOption | null)[] =
+    column.type === "STATE"
+      ? [
+          { id: "OPEN", label: "Open", color: "green", position: 0 },
+          { id: "CLOSED", label: "Closed", color: "gray", position: 1 },
+        ]
+      : [null, ...[...(column.field?.options ?? [])].sort((a, b) => a.position - b.position)];
+  const current = rawValue(issue, column);
+  const [active, setActive] = useState(Math.max(0, options.findIndex((o) => (o?.id ?? null) === current)));
+  const list = useRef<HTMLUListElement>(null);
+  const done = useRef(false);
+  useEffect(() => list.current?.focus(), []);
+  const finish = (value: string | null | undefined) => {
+    if (done.current) return;
+    done.current = true;
+    if (value === undefined) cancel();
+    else commit(value);
+  };
+  return (
+    <ul
+      ref={list}
+      className="option-editor"
+      role="listbox"
+      aria-label={`Choose ${column.label}`}
+      tabIndex={-1}
+      aria-activedescendant={`option-${active}`}
+      onKeyDown={(e) => {
+        e.stopPropagation();
+        if (e.key === "ArrowDown") {
+          e.preventDefault();
+          setActive((a) => Math.min(options.length - 1, a + 1));
+        } else if (e.key === "ArrowUp") {
+          e.preventDefault();
+          setActive((a) => Math.max(0, a - 1));
+        } else if (e.key === "Enter") {
+          e.preventDefault();
+          finish(options[active]?.id ?? null);
+        } else if (e.key === "Escape" || e.key === "Tab") {
+          e.preventDefault();
+          finish(undefined);
+        }
+      }}
+      onBlur={() => finish(undefined)}
+    >
+      {options.map((option, i) => (
+        <li
+          key={option?.id ?? "empty"}
+          id={`option-${i}`}
+          role="option"
+          aria-selected={i === active}
+          className={i === active ? "active" : undefined}
+          onMouseDown={(e) => {
+            e.preventDefault();
+            finish(option?.id ?? null);
+          }}
+        >
+          {option ? <Chip label={option.label} color={option.color} /> : <span className="muted">(empty)</span>}
+        </li>
+      ))}
+    </ul>
+  );
+}
