@@ -475,6 +475,7 @@ async fn grid_views_and_export(backend: Backend) {
             "sortColumn": "name",
             "addColumn": "state",
             "viewName": "Name then state",
+            "resortColumn": "num",
             // The README's picture of the grid: `GRIDGATE_GRID_SCREENSHOT=docs/grid.png`.
             "screenshot": std::env::var("GRIDGATE_GRID_SCREENSHOT")
                 .ok()
@@ -502,6 +503,14 @@ async fn grid_views_and_export(backend: Backend) {
     );
     let shown = &result["view"];
     assert_eq!(shown["tab"], "By text");
+    assert_eq!(
+        shown["tabCount"], " 2,000",
+        "the tab shows the view's count"
+    );
+    assert_eq!(
+        shown["tabTitle"], "Sorted by text 1 descending, then Num ascending",
+        "and its order"
+    );
     assert_eq!(shown["count"], "2,000 issues");
     assert_eq!(shown["rowCount"], json!(ISSUES + 1));
     let headers = shown["headers"].as_array().expect("headers");
@@ -539,9 +548,17 @@ async fn grid_views_and_export(backend: Backend) {
         created["title"]
     );
     assert_eq!(created["tab"], "Name then state");
+    assert!(
+        created["title"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Name ascending, then State ascending"),
+        "the Shift-click made a two-key order: {}",
+        created["title"]
+    );
     let views = app
         .data(
-            "query($p: ID!) { project(id: $p) { views { id name orderBy { field direction } } } }",
+            "query($p: ID!) { project(id: $p) { views { id name } } }",
             json!({"p": project}),
         )
         .await["project"]["views"]
@@ -553,10 +570,6 @@ async fn grid_views_and_export(backend: Backend) {
         .find(|v| v["name"] == "Name then state")
         .cloned()
         .expect("the saved view");
-    assert_eq!(
-        saved["orderBy"],
-        json!([{"field": "NAME", "direction": "ASC"}, {"field": "STATE", "direction": "ASC"}])
-    );
     assert!(
         created["url"]
             .as_str()
@@ -567,6 +580,38 @@ async fn grid_views_and_export(backend: Backend) {
             )),
         "the page moved to the new view: {}",
         created["url"]
+    );
+
+    // Re-sorting the view from its header rebuilds it; the page then shows the new order.
+    let resorted = &result["resorted"];
+    assert!(
+        resorted["title"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Name then state"),
+        "{}",
+        resorted["title"]
+    );
+    let nums: Vec<Value> = resorted["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| r["num"].clone())
+        .collect();
+    assert_eq!(
+        nums,
+        (1..=10).map(|n| json!(n)).collect::<Vec<_>>(),
+        "the view by num after the rebuild"
+    );
+    let saved = app
+        .data(
+            "query($p: ID!, $v: ID!) { project(id: $p) { view(id: $v) { orderBy { field direction } } } }",
+            json!({"p": project, "v": saved["id"]}),
+        )
+        .await;
+    assert_eq!(
+        saved["project"]["view"]["orderBy"],
+        json!([{"field": "NUM", "direction": "ASC"}])
     );
 
     let filter = json!({"column": {"field": "STATE"}, "eq": "OPEN"});

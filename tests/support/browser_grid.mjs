@@ -369,6 +369,8 @@ async function scenarioViews() {
   await openGrid(page, spec.viewPath);
   const view = {
     tab: await page.locator('[role="tab"][aria-selected="true"] .name').textContent(),
+    tabCount: await page.locator('[role="tab"][aria-selected="true"] .tab-count').textContent(),
+    tabTitle: await page.locator('[role="tab"][aria-selected="true"]').getAttribute('title'),
     headers: await headerState(page),
     count: await page.locator('.count').textContent(),
     rowCount: Number(await page.getAttribute('[role="grid"]', 'aria-rowcount')),
@@ -391,7 +393,23 @@ async function scenarioViews() {
   await page.waitForURL(/view=/);
   const url = page.url();
   await page.locator('[role="tab"][aria-selected="true"]', { hasText: spec.viewName }).waitFor();
-  return { jump, view, created: { title, url, tab: await page.locator('[role="tab"][aria-selected="true"] .name').textContent() } };
+  const createdTab = await page.locator('[role="tab"][aria-selected="true"] .name').textContent();
+  // A plain click on a header of a view offers to re-sort the view itself.
+  await page.waitForSelector(`${ROWS}[aria-rowindex="2"]:not([aria-busy])`);
+  await page.locator(`[role="columnheader"][data-column="${spec.resortColumn}"] button.sort`).click();
+  const resort = page.getByRole('dialog');
+  await resort.waitFor();
+  const resortTitle = await resort.locator('h2').textContent();
+  await resort.getByRole('button', { name: 'Update this view' }).click();
+  await page.waitForFunction(
+    (column) => document.querySelector(`[role="columnheader"][data-column="${column}"]`)?.getAttribute('aria-sort') === 'ascending'
+      && document.querySelector('[role="grid"] [role="row"][aria-rowindex="2"]:not([aria-busy])') !== null
+      && document.querySelector('.tabs .progress') === null,
+    spec.resortColumn,
+  );
+  await settled(page);
+  const resorted = { title: resortTitle, rows: (await visibleRows(page)).slice(0, 10), tabs: await page.$$eval('[role="tab"] .name', (t) => t.map((e) => e.textContent)) };
+  return { jump, view, resorted, created: { title, url, tab: createdTab } };
 }
 
 async function headerLabels(page) {

@@ -183,7 +183,9 @@ export function Grid(props: GridProps) {
   }, [first, last, rows]);
 
   // The cell in the tab order: row -1 is the header row; col 0 is the selection column.
-  const [active, setActive] = useState({ row: 0, col: 2 });
+  const [cell, setActive] = useState({ row: 0, col: 2 });
+  // With no rows the header holds the tab stop.
+  const active = cell.row >= rows.rowCount ? { row: -1, col: cell.col } : cell;
   const [editing, setEditing] = useState<Editing | null>(null);
   const wantsFocus = useRef(false);
   const colCount = columns.length + 1;
@@ -235,6 +237,12 @@ export function Grid(props: GridProps) {
   const onKeyDown = (e: ReactKeyboardEvent<HTMLDivElement>) => {
     if (editing) return;
     const { row, col } = active;
+    // A header's menu (sorts, empty cells, rename, move, delete, options) from the keyboard.
+    if (row === -1 && (e.key === "ContextMenu" || (e.shiftKey && e.key === "F10") || (e.altKey && e.key === "ArrowDown"))) {
+      scroller.current?.querySelector<HTMLButtonElement>(`[data-row="-1"][data-col="${col}"] .menu > button`)?.click();
+      e.preventDefault();
+      return;
+    }
     const page = Math.max(1, Math.floor((scroller.current?.clientHeight ?? 320) / ROW_HEIGHT) - 2);
     const ctrl = e.ctrlKey || e.metaKey;
     const column = columns[col - 1];
@@ -335,7 +343,7 @@ export function Grid(props: GridProps) {
         role="grid"
         aria-label={props.label}
         aria-rowcount={rows.total != null ? rows.total + 1 : -1}
-        aria-colcount={colCount}
+        aria-colcount={colCount + (props.addColumn ? 1 : 0)}
         aria-multiselectable="true"
         onKeyDown={onKeyDown}
       >

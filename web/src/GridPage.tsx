@@ -2,9 +2,9 @@
 // issues, CSV export), the view tabs, the filter bar and the grid, and what each of their
 // actions does to the URL, the views and the columns. Single-key sorts and filters live in
 // the URL; multi-key sorts live in saved views, so adding a key (Shift-click) saves one.
-import { useEffect, useMemo, useState } from "react";
+import { useEffect, useMemo, useRef, useState } from "react";
 import { useQuery } from "@apollo/client";
-import { authFetch, client, errorCode, errorExtensions, errorMessage } from "./api";
+import { authFetch, client, errorCode, errorExtensions, errorMessage, token } from "./api";
 import type { Column } from "./columns";
 import { columnKey, gridColumns } from "./columns";
 import { NewColumnDialog, OptionsDialog } from "./columnDialogs";
@@ -16,7 +16,7 @@ import { Grid } from "./Grid";
 import type { MenuItem } from "./menu";
 import { CREATE_FIELD, CREATE_VIEW, DELETE_FIELD, DELETE_VIEW, PROJECT, UPDATE_FIELD, UPDATE_VIEW } from "./queries";
 import type { CustomField, FieldType, Issue, IssueFilter, IssueOrder, Project, View } from "./queries";
-import { startReading, useRows } from "./rows";
+import { forgetViewRows, startReading, useRows } from "./rows";
 import type { Source } from "./rows";
 import type { GridLocation } from "./url";
 import { gridHref, navigate } from "./url";
@@ -89,10 +89,27 @@ export function GridPage(props: { location: GridLocation }) {
   const [toEnd, setToEnd] = useState(0);
 
   const viewBuilding = errorCode(rows.error) === "VIEW_BUILDING" || view?.status === "BUILDING";
+  // A view whose index was (re)built serves new rows and cursors: read it again from the top.
+  const lastStatus = useRef<{ id: string; status: string } | null>(null);
   useEffect(() => {
-    if (view?.status === "READY" && errorCode(rows.error) === "VIEW_BUILDING") rows.retry();
-  }, [view?.status, rows]);
+    const before = lastStatus.current;
+    lastStatus.current = view ? { id: view.id, status: view.status } : null;
+    if (!view || view.status !== "READY") return;
+    const rebuilt = before?.id === view.id && before.status === "BUILDING";
+    if (rebuilt || errorCode(rows.error) === "VIEW_BUILDING") {
+      forgetViewRows(view.id);
+      rows.retry();
+    }
+  }, [view, rows]);
   useEffect(() => setSelected(new Set()), [source]);
+  useEffect(() => {
+    if (rows.failure) setBanner(rows.failure);
+  }, [rows.failure]);
+  // Once shown, the grid stays while a new sort or filter loads (its widths and focus stay).
+  const gridShown = useRef(false);
+  if (project && !rows.loading && !rows.error) gridShown.current = true;
+  // Every field, shown or not: a new row's place depends on the sort's fields.
+  const allColumns = useMemo(() => gridColumns(project?.customFields ?? [], null), [project]);
 
   const go = (next: Partial<GridLocation>) => navigate(gridHref({ ...location, ...next }));
   const refreshMeta = () => meta.refetch().catch((e) => setBanner(errorMessage(e)));
@@ -122,18 +139,44 @@ export function GridPage(props: { location: GridLocation }) {
       if (change.name !== undefined) input.name = change.name;
       if (change.position !== undefined) input.position = change.position;
       await client.mutate({ mutation: UPDATE_VIEW, variables: { input } });
+      if (change.orderBy || change.filter !== undefined) {
+        // The view's rows and cursors belong to the index being replaced.
+        forgetViewRows(target.id);
+        if (target.id === location.view) rows.retry();
+      }
       await refreshMeta();
-      if (change.orderBy || change.filter !== undefined) rows.retry();
     } catch (e) {
       fail(e);
     }
   };
 
-  const sort = async (column: Column, add: boolean, placement?: { empty: "FIRST" | "LAST" }) => {
+  /** Moves a view tab one place by swapping positions with its neighbour (positions are sort
+   * keys, ties broken by id, not indexes). */
+  const moveView = async (target: View, by: number) => {
+    const ordered = [...(project?.views ?? [])].sort((a, b) => a.position - b.position || a.id.localeCompare(b.id));
+    const other = ordered[ordered.findIndex((v) => v.id === target.id) + by];
+    if (!other) return;
+    if (other.position === target.position) {
+      await updateView(target, { position: by > 0 ? other.position + 1 : Math.max(0, other.position - 1) });
+      if (by < 0 && other.position === 0) await updateView(other, { position: 1 });
+      return;
+    }
+    await updateView(target, { position: other.position });
+    await updateView(other, { position: target.position });
+  };
+
+  const sort = async (
+    column: Column,
+    add: boolean,
+    placement?: { empty: "FIRST" | "LAST" },
+    direction?: "ASC" | "DESC",
+  ) => {
     const current = orders;
     const at = current.findIndex((o) => columnKey(o) === column.key);
     let next: IssueOrder[];
-    if (placement) {
+    if (direction) {
+      next = [orderOf(column, direction, at >= 0 ? current[at].empty : "LAST")];
+    } else if (placement) {
       next = at >= 0 ? current.map((o, i) => (i === at ? { ...o, empty: placement.empty } : o)) : [orderOf(column, "ASC", placement.empty)];
     } else if (add) {
       next =
@@ -221,8 +264,8 @@ export function GridPage(props: { location: GridLocation }) {
     const field = column.field;
     const sortedAt = orders.findIndex((o) => columnKey(o) === column.key);
     const items: MenuItem[] = [
-      { label: "Sort ascending", run: () => void (view ? sort(column, false) : go({ sort: orderOf(column, "ASC") })) },
-      { label: "Sort descending", run: () => void (view ? sort(column, false) : go({ sort: orderOf(column, "DESC") })) },
+      { label: "Sort ascending", run: () => void sort(column, false, undefined, "ASC") },
+      { label: "Sort descending", run: () => void sort(column, false, undefined, "DESC") },
       { label: "Add to sort (saves a view)", run: () => void sort(column, true) },
     ];
     if (field) {
@@ -264,15 +307,18 @@ export function GridPage(props: { location: GridLocation }) {
   const addIssue = async () => {
     const name = await prompted("New issue", "Name", "", "Add issue");
     if (!name) return;
-    const result = await createIssue(source, name, orders, filter, columns);
+    const result = await createIssue(source, name, orders, filter, allColumns, otherLists());
     setBanner(result.error);
     if (result.index != null) setReveal({ row: result.index, serial: Date.now() });
   };
 
+  /** The views whose cached lists a new or deleted issue makes stale (all but the one shown). */
+  const otherLists = () => (project?.views ?? []).map((v) => v.id).filter((id) => id !== location.view);
+
   const removeSelected = async () => {
     const ids = [...selected];
     if (!(await confirmed(`Delete ${ids.length} issue${ids.length === 1 ? "" : "s"}?`, "This cannot be undone.", "Delete", true))) return;
-    setBanner(await deleteIssues(source, ids));
+    setBanner(await deleteIssues(source, ids, otherLists()));
     setSelected(new Set());
   };
 
@@ -283,7 +329,16 @@ export function GridPage(props: { location: GridLocation }) {
       if (location.sort) params.set("orderBy", JSON.stringify(orderInput([location.sort])[0]));
       if (location.filter) params.set("filter", JSON.stringify(location.filter));
     }
+    if (!token()) {
+      // Without a token the browser downloads the stream itself, to disk, in bounded memory.
+      const link = document.createElement("a");
+      link.href = `/export?${params}`;
+      link.download = "";
+      link.click();
+      return;
+    }
     try {
+      // A bearer token cannot ride on a link: the file is fetched with it and saved from memory.
       const response = await authFetch(`/export?${params}`);
       if (!response.ok) {
         const body = (await response.json().catch(() => null)) as { errors?: { message: string }[] } | null;
@@ -347,13 +402,15 @@ export function GridPage(props: { location: GridLocation }) {
         <ViewTabs
           views={project.views}
           current={location.view}
+          count={rows.loading || viewBuilding ? null : rows.total}
+          describe={(v) => `Sorted by ${describe(v.orderBy, columns) || "num"}${v.filter ? ", filtered" : ""}`}
           open={(viewId) => go({ view: viewId })}
           create={() => void saveView(orders.length > 0 ? orders : [{ field: "NUM", direction: "ASC", empty: "LAST" }], filter, "Save as a view")}
           rename={async (v) => {
             const name = await prompted("Rename view", "Name", v.name);
             if (name) await updateView(v, { name });
           }}
-          move={(v, by) => void updateView(v, { position: v.position + by })}
+          move={(v, by) => void moveView(v, by)}
           remove={async (v) => {
             if (!(await confirmed(`Delete the view “${v.name}”?`, "Its issues stay; only the view goes.", "Delete view", true))) return;
             try {
@@ -393,7 +450,7 @@ export function GridPage(props: { location: GridLocation }) {
           <p>This view is being built{progress ? `: ${progress.scanned.toLocaleString("en")} of ${progress.total.toLocaleString("en")} issues read` : ""}.</p>
           <progress max={progress?.total ?? 1} value={progress?.scanned ?? 0} />
         </div>
-      ) : project && !rows.error && !rows.loading ? (
+      ) : project && !rows.error && (gridShown.current || !rows.loading) ? (
         <Grid
           label={`${project.name}: ${view ? view.name : "all issues"}`}
           columns={columns}

@@ -36,11 +36,11 @@ export function Home() {
             {tenant.projects.edges.map(({ node: project }) => (
               <li key={project.id}>
                 <a
-                  href={`/p/${project.id}`}
+                  href={`/p/${encodeURIComponent(project.id)}`}
                   onClick={(e) => {
                     if (e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey) return;
                     e.preventDefault();
-                    navigate(`/p/${project.id}`);
+                    navigate(`/p/${encodeURIComponent(project.id)}`);
                   }}
                 >
                   {project.name}

@@ -7,6 +7,10 @@ import { MenuButton } from "./menu";
 export function ViewTabs(props: {
   views: View[];
   current: string | null;
+  /** The number of issues of the view on screen, when known. */
+  count: number | null;
+  /** A view's order and filter in words. */
+  describe: (view: View) => string;
   open: (viewId: string | null) => void;
   create: () => void;
   rename: (view: View) => void;
@@ -27,9 +31,13 @@ export function ViewTabs(props: {
               role="tab"
               aria-selected={props.current === view.id}
               data-view={view.id}
+              title={props.describe(view)}
               onClick={() => props.open(view.id)}
             >
               <span className="name">{view.name}</span>
+              {props.current === view.id && props.count != null ? (
+                <span className="tab-count"> {props.count.toLocaleString("en")}</span>
+              ) : null}
               {view.status === "BUILDING" ? (
                 <span className="progress">
                   {" "}
@@ -38,6 +46,7 @@ export function ViewTabs(props: {
               ) : null}
             </button>
             <MenuButton
+              tabbable
               label={`View menu: ${view.name}`}
               text="⋯"
               items={[

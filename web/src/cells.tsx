@@ -98,7 +98,9 @@ function InputEditor(props: EditorProps) {
       onChange={(e) => setText(e.target.value)}
       onKeyDown={(e) => {
         e.stopPropagation();
-        if (e.key === "Enter") {
+        // Enter while an input method composes a character belongs to the input method.
+        if (e.nativeEvent.isComposing) return;
+        if (e.key === "Enter" || e.key === "Tab") {
           e.preventDefault();
           finish(text.trim() === "" && column.type !== "NAME" ? null : text);
         } else if (e.key === "Escape") {
@@ -106,7 +108,12 @@ function InputEditor(props: EditorProps) {
           finish(undefined);
         }
       }}
-      onBlur={() => finish(text.trim() === "" && column.type !== "NAME" ? null : text)}
+      onBlur={() => {
+        // The window losing focus (another window, a dialog of the browser) is not the user
+        // leaving the cell: the edit stays open. Clicking elsewhere in the page commits it.
+        if (!document.hasFocus()) return;
+        finish(text.trim() === "" && column.type !== "NAME" ? null : text);
+      }}
     />
   );
 }

@@ -51,8 +51,29 @@ async function send(issue: Issue, column: Column, value: string | null, columns:
   }
 }
 
+/** Writes to one issue wait for the writes before them: each is sent with the version the
+ * server confirmed last, so two quick edits of one issue never conflict with each other. */
+const queues = new Map<string, Promise<unknown>>();
+
+/** The issue as the server last confirmed it (the cache without optimistic layers). */
+function confirmed(issue: Issue): Issue {
+  const id = client.cache.identify({ __typename: "Issue", id: issue.id });
+  return client.readFragment<Issue>({ id, fragment: ISSUE, fragmentName: "GridIssue" }, false) ?? issue;
+}
+
 /** Writes one cell. Resolves to an error message to show, or null when the edit stands. */
-export async function writeCell(issue: Issue, column: Column, value: string | null, columns: Column[]): Promise<string | null> {
+export function writeCell(issue: Issue, column: Column, value: string | null, columns: Column[]): Promise<string | null> {
+  const before = queues.get(issue.id) ?? Promise.resolve();
+  const write = before.then(() => writeNow(confirmed(issue), column, value, columns));
+  const settled = write.catch(() => null);
+  queues.set(issue.id, settled);
+  void settled.then(() => {
+    if (queues.get(issue.id) === settled) queues.delete(issue.id);
+  });
+  return write;
+}
+
+async function writeNow(issue: Issue, column: Column, value: string | null, columns: Column[]): Promise<string | null> {
   if (value === rawValue(issue, column)) return null;
   try {
     await send(issue, column, value, columns, issue.version);
@@ -139,6 +160,7 @@ export async function createIssue(
   orders: IssueOrder[],
   filter: IssueFilter | null,
   columns: Column[],
+  otherViews: string[],
 ): Promise<{ index: number | null; error: string | null }> {
   let issue: Issue;
   try {
@@ -167,26 +189,52 @@ export async function createIssue(
   }
   const ref = client.cache.identify({ __typename: "Issue", id: issue.id });
   if (!ref) return { index: null, error: null };
+  forgetOtherLists(source, otherViews);
   // The head's chunks in order; the new row goes before the first row it sorts before, or
-  // after the last row read when nothing follows it.
+  // after the last row read when nothing follows it. Else the tail's chunks, from the
+  // earliest rows: before the first row it sorts before, or at the very end.
   const { prefix } = entries(source);
-  const heads = [...lists(source).entries()]
-    .filter(([name]) => name.startsWith(`${prefix}head:`))
-    .sort(([a], [b]) => Number(a.slice(a.lastIndexOf(":") + 1)) - Number(b.slice(b.lastIndexOf(":") + 1)));
+  const all = [...lists(source).entries()];
+  const numbered = (end: string) =>
+    all
+      .filter(([name]) => name.startsWith(`${prefix}${end}:`))
+      .map(([name, list]) => ({ name, list, n: Number(name.slice(name.lastIndexOf(":") + 1)) }));
+  const heads = numbered("head").sort((a, b) => a.n - b.n);
+  const tails = numbered("tail").sort((a, b) => b.n - a.n);
+  const readable = (list: StoredConnection) => list.edges.map(readIssue);
+  const before = (nodes: (Issue | null)[]) => nodes.findIndex((node) => node != null && compareIssues(issue, node, orders, columns) < 0);
   let target: { name: string; at: number } | null = null;
   let index: number | null = null;
   let offset = 0;
-  for (const [i, [name, list]] of heads.entries()) {
-    const nodes = list.edges.map(readIssue);
-    const at = nodes.findIndex((node) => node != null && compareIssues(issue, node, orders, columns) < 0);
-    const last = i === heads.length - 1;
-    if (at >= 0 || (last && !list.pageInfo.hasNextPage)) {
+  for (const [i, { name, list }] of heads.entries()) {
+    const nodes = readable(list);
+    const at = before(nodes);
+    if (at >= 0 || (i === heads.length - 1 && !list.pageInfo.hasNextPage)) {
       const place = at >= 0 ? at : list.edges.length;
       target = { name, at: place };
       index = offset + nodes.slice(0, place).filter((n) => n != null).length;
       break;
     }
     offset += nodes.filter((n) => n != null).length;
+  }
+  if (!target && tails.length > 0) {
+    // Rows of the tail after the new one, to place it counting from the end.
+    let after = 0;
+    for (const [i, { name, list }] of tails.entries()) {
+      const nodes = readable(list);
+      const at = before(nodes);
+      // Before the tail's first row, it is in the part not read yet: the head will read it.
+      if (i === 0 && at === 0) break;
+      if (at >= 0 || i === tails.length - 1) {
+        const place = at >= 0 ? at : list.edges.length;
+        target = { name, at: place };
+        after += nodes.slice(place).filter((n) => n != null).length;
+        for (const rest of tails.slice(i + 1)) after += readable(rest.list).filter((n) => n != null).length;
+        const total = heads[0]?.list.totalCount;
+        index = total == null ? null : total - after;
+        break;
+      }
+    }
   }
   changeLists(source, (name, list) => {
     const totalCount = list.totalCount == null ? list.totalCount : list.totalCount + 1;
@@ -195,6 +243,23 @@ export async function createIssue(
     return { ...list, totalCount, edges: [...list.edges.slice(0, target.at), edge, ...list.edges.slice(target.at)] };
   });
   return { index, error: null };
+}
+
+/** Drops the cached lists of every other order, filter and view of the project: an issue
+ * added or deleted makes their rows and counts stale, and they are read again when shown. */
+function forgetOtherLists(source: Source, otherViews: string[]) {
+  const { prefix } = entries(source);
+  client.cache.modify({
+    id: client.cache.identify({ __typename: "Project", id: source.projectId }),
+    fields: {
+      issues(stored, { storeFieldName, DELETE }) {
+        return source.kind === "project" && storeFieldName.startsWith(prefix) ? stored : DELETE;
+      },
+    },
+  });
+  for (const view of otherViews) {
+    client.cache.evict({ id: client.cache.identify({ __typename: "View", id: view }), fieldName: "issues" });
+  }
 }
 
 interface StoredConnection {
@@ -209,7 +274,8 @@ function readIssue(edge: { node: Reference }): Issue | null {
 }
 
 /** Deletes issues; each leaves the cache (and so every list), and the lists' counts drop. */
-export async function deleteIssues(source: Source, ids: string[]): Promise<string | null> {
+export async function deleteIssues(source: Source, ids: string[], otherViews: string[]): Promise<string | null> {
+  forgetOtherLists(source, otherViews);
   const failures: string[] = [];
   for (const issueId of ids) {
     try {

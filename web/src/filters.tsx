@@ -126,7 +126,8 @@ function keyOf(column: IssueColumn | undefined): string | null {
   return column.field === "CUSTOM_FIELD" ? (column.customFieldId ?? null) : column.field.toLowerCase();
 }
 
-function conditionOf(filter: IssueFilter): Condition | null {
+function conditionOf(filter: IssueFilter, columns: Column[]): Condition | null {
+  if (typeof filter !== "object" || filter === null) return null;
   if (filter.not && filter.not.eq === "true" && keyOf(filter.not.column)) {
     return { column: keyOf(filter.not.column)!, op: "unchecked", value: "", values: [] };
   }
@@ -135,7 +136,11 @@ function conditionOf(filter: IssueFilter): Condition | null {
   if (filter.isEmpty !== undefined && filter.isEmpty !== null) {
     return { column, op: filter.isEmpty ? "isEmpty" : "isNotEmpty", value: "", values: [] };
   }
-  if (filter.in) return { column, op: "in", value: "", values: filter.in };
+  if (Array.isArray(filter.in)) return { column, op: "in", value: "", values: filter.in.map(String) };
+  // A checkbox column's one positive test is "is checked".
+  if (filter.eq === "true" && columns.find((c) => c.key === column)?.type === "CHECKBOX") {
+    return { column, op: "checked", value: "", values: [] };
+  }
   for (const op of ["contains", "startsWith", "eq", "ne", "lt", "lte", "gt", "gte"] as const) {
     const value = filter[op];
     if (typeof value === "string") return { column, op, value, values: [] };
@@ -143,19 +148,22 @@ function conditionOf(filter: IssueFilter): Condition | null {
   return null;
 }
 
-/** The bar's clauses for a filter, or null when the filter has a shape the bar cannot show. */
-export function fromFilter(filter: IssueFilter | null): Clause[] | null {
+/** The bar's clauses for a filter, or null when the filter has a shape the bar cannot show
+ * (one written by hand, or a link's that is not a filter at all). */
+export function fromFilter(filter: IssueFilter | null, columns: Column[]): Clause[] | null {
   if (!filter) return [];
-  const top = filter.and ?? [filter];
+  if (typeof filter !== "object") return null;
+  const top = Array.isArray(filter.and) ? filter.and : filter.and === undefined ? [filter] : null;
+  if (!top) return null;
   const clauses: Clause[] = [];
   for (const part of top) {
-    const single = conditionOf(part);
+    const single = conditionOf(part, columns);
     if (single) {
       clauses.push({ kind: "condition", condition: single });
       continue;
     }
-    if (part.or) {
-      const conditions = part.or.map(conditionOf);
+    if (part && typeof part === "object" && Array.isArray(part.or)) {
+      const conditions = part.or.map((c) => conditionOf(c, columns));
       if (conditions.some((c) => c === null)) return null;
       clauses.push({ kind: "or", conditions: conditions as Condition[] });
       continue;
@@ -177,8 +185,8 @@ export function FilterBar(props: {
   close: () => void;
 }) {
   const { columns } = props;
-  const [clauses, setClauses] = useState<Clause[]>(() => fromFilter(props.filter) ?? []);
-  const unreadable = fromFilter(props.filter) === null;
+  const [clauses, setClauses] = useState<Clause[]>(() => fromFilter(props.filter, columns) ?? []);
+  const unreadable = fromFilter(props.filter, columns) === null;
 
   const update = (index: number, clause: Clause | null) =>
     setClauses((all) => (clause ? all.map((c, i) => (i === index ? clause : c)) : all.filter((_, i) => i !== index)));

@@ -1,6 +1,7 @@
 // The grid page's entry point: routes `/` to the project list and `/p/<projectId>` to its
 // grid, following the address bar (links and history move without a reload).
-import { useEffect, useState } from "react";
+import { Component, useEffect, useState } from "react";
+import type { ReactNode } from "react";
 import { createRoot } from "react-dom/client";
 import { ApolloProvider } from "@apollo/client";
 import { client } from "./api";
@@ -21,12 +22,33 @@ function useUrl(): URL {
   return url;
 }
 
+/** Whatever goes wrong while rendering ends here, with a way back, never a blank page. */
+class Boundary extends Component<{ children: ReactNode }, { error: string | null }> {
+  state = { error: null as string | null };
+
+  static getDerivedStateFromError(error: unknown) {
+    return { error: error instanceof Error ? error.message : String(error) };
+  }
+
+  render() {
+    if (this.state.error === null) return this.props.children;
+    return (
+      <div className="page-message" role="alert">
+        <p className="error">The page failed: {this.state.error}</p>
+        <p>
+          <a href="/">Back to the projects</a>
+        </p>
+      </div>
+    );
+  }
+}
+
 function App() {
   const url = useUrl();
   const grid = parseLocation(url);
   return (
     <ApolloProvider client={client}>
-      {grid ? <GridPage key={grid.projectId} location={grid} /> : <Home />}
+      <Boundary key={grid?.projectId ?? "home"}>{grid ? <GridPage key={grid.projectId} location={grid} /> : <Home />}</Boundary>
       <SignIn />
       <DialogHost />
     </ApolloProvider>

@@ -9,7 +9,7 @@ export interface MenuItem {
   checked?: boolean;
 }
 
-export function MenuButton(props: { label: string; text: string; items: MenuItem[]; className?: string }) {
+export function MenuButton(props: { label: string; text: string; items: MenuItem[]; className?: string; tabbable?: boolean }) {
   const [open, setOpen] = useState(false);
   const [active, setActive] = useState(0);
   const root = useRef<HTMLSpanElement>(null);
@@ -35,7 +35,9 @@ export function MenuButton(props: { label: string; text: string; items: MenuItem
         aria-label={props.label}
         aria-haspopup="menu"
         aria-expanded={open}
-        tabIndex={-1}
+        // In the grid the cell holds the tab stop (Shift+F10 opens its menu); elsewhere the
+        // button is in the tab order itself.
+        tabIndex={props.tabbable ? 0 : -1}
         onClick={(e) => {
           e.stopPropagation();
           setActive(0);

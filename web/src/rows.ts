@@ -15,8 +15,9 @@
 // A chunk re-reads at most CHUNK_PAGES × PAGE rows, and the chunks that did not change are
 // not read at all (the cache keys each chunk apart; see `CHUNK` in api.ts).
 import { startTransition, useEffect, useMemo, useState } from "react";
-import type { ApolloError, ObservableQuery, OperationVariables } from "@apollo/client";
-import { CHUNK, client } from "./api";
+import { ApolloError } from "@apollo/client";
+import type { ObservableQuery, OperationVariables } from "@apollo/client";
+import { CHUNK, client, errorMessage } from "./api";
 import { ISSUES, VIEW_ISSUES } from "./queries";
 import type { Connection, Edge, Issue, IssueFilter, IssueOrder } from "./queries";
 
@@ -47,7 +48,10 @@ export interface Rows {
   /** How many rows have been read (a lower bound on the total when it is unknown). */
   loaded: number;
   loading: boolean;
+  /** Why the list could not be read (its first page failed). */
   error: ApolloError | undefined;
+  /** Why a later page could not be read; scrolling to it asks again. */
+  failure: string | null;
   /** Reads the list again from its first page (after a view finished building). */
   retry: () => void;
 }
@@ -72,6 +76,7 @@ type End = "head" | "tail";
 class RowWindow {
   private chunks: Record<End, Chunk[]> = { head: [], tail: [] };
   private inFlight = new Set<string>();
+  private failure: string | null = null;
   private listeners = new Set<() => void>();
   private subscriptions: { unsubscribe(): void }[] = [];
 
@@ -90,12 +95,15 @@ class RowWindow {
     this.subscriptions = [];
     this.chunks = { head: [], tail: [] };
     this.inFlight.clear();
-    this.open("head", null);
+    this.failure = null;
+    this.open("head", null, true);
     this.changed();
   }
 
-  /** Starts chunk number `chunks[end].length` of `end`, after (or before) `cursor`. */
-  private open(end: End, cursor: string | null) {
+  /** Starts chunk number `chunks[end].length` of `end`, after (or before) `cursor`; `fresh`
+   * asks the server even when the cache has an answer (a restart: what the cache holds, a
+   * view nulled by VIEW_BUILDING say, is what is being replaced). */
+  private open(end: End, cursor: string | null, fresh = false) {
     const index = this.chunks[end].length;
     const variables: OperationVariables = {
       ...this.variables,
@@ -105,7 +113,8 @@ class RowWindow {
     const query = client.watchQuery<Data>({
       query: this.isView ? VIEW_ISSUES : ISSUES,
       variables,
-      fetchPolicy: "cache-first",
+      fetchPolicy: fresh ? "network-only" : "cache-first",
+      nextFetchPolicy: "cache-first",
       errorPolicy: "all",
     });
     const chunk: Chunk = { query, connection: undefined, error: undefined, pages: 1 };
@@ -153,8 +162,9 @@ class RowWindow {
     const headLength = head.reduce((n, edges) => n + edges.length, 0);
     const tailLength = tail.reduce((n, edges) => n + edges.length, 0);
     const headHasMore = lastHead ? lastHead.pageInfo.hasNextPage : true;
+    // A head read to its end is the whole list, whatever a count said when it was read.
     const total =
-      first?.totalCount ?? this.chunks.tail[0]?.connection?.totalCount ?? (lastHead && !headHasMore ? headLength : null);
+      lastHead && !headHasMore ? headLength : (first?.totalCount ?? this.chunks.tail[0]?.connection?.totalCount ?? null);
     const rowCount = total != null ? total : headLength + (headHasMore && lastHead ? PAGE : 0);
     const tailStart = total != null ? Math.max(0, total - tailLength) : Number.POSITIVE_INFINITY;
     const pick = (chunks: Edge[][], index: number): Issue | undefined => {
@@ -196,6 +206,7 @@ class RowWindow {
       loaded: total != null ? Math.min(total, headLength + tailLength) : headLength,
       loading: first === undefined && errorChunk === undefined,
       error: errorChunk?.error,
+      failure: this.failure,
       retry: () => this.restart(),
     };
     return this.snapshot;
@@ -223,10 +234,24 @@ class RowWindow {
     }
     last.pages += 1;
     const variables: OperationVariables = end === "head" ? { after: cursor } : { before: cursor };
-    last.query.fetchMore({ variables }).catch(() => {
+    const failed = (message: string) => {
+      // The page may be asked for again (by scrolling to it); the message says why it is missing.
       last.pages -= 1;
       this.inFlight.delete(key);
-    });
+      this.failure = message;
+      this.changed();
+    };
+    last.query
+      .fetchMore({ variables })
+      .then((result) => {
+        // The list's error policy lets GraphQL errors through as a result, not a rejection.
+        if (result.errors?.length) failed(errorMessage(new ApolloError({ graphQLErrors: result.errors })));
+        else if (this.failure) {
+          this.failure = null;
+          this.changed();
+        }
+      })
+      .catch((error: unknown) => failed(errorMessage(error)));
   }
 }
 
@@ -234,6 +259,13 @@ function variablesOf(source: Source): OperationVariables {
   return source.kind === "view"
     ? { id: source.projectId, view: source.viewId }
     : { id: source.projectId, orderBy: source.orderBy, filter: source.filter };
+}
+
+/** Drops every list of a view from the cache: its order or filter changed, so its rows and
+ * cursors belong to an index that is being replaced. */
+export function forgetViewRows(viewId: string): void {
+  client.cache.evict({ id: client.cache.identify({ __typename: "View", id: viewId }), fieldName: "issues" });
+  client.cache.gc();
 }
 
 /** A window started before the page rendered (see `startReading`), for `useRows` to take. */
