@@ -24,6 +24,7 @@
 //   manage   { path, issueName, columnName, renamed }: adds and deletes an issue, adds,
 //            renames, moves and deletes a column.
 //   signin   { path, token }: answers the sign-in dialog of `--auth jwt`.
+//   filter   { path, conditions: [{column, op, value}] }: builds a filter in the bar.
 //
 // It prints one JSON object: { "result": …, "consoleErrors", "pageErrors", "violations",
 // "blocked", "failure" }. Every wait is on a condition, bounded by the step time limit.
@@ -218,9 +219,13 @@ async function scenarioScroll() {
     const started = Date.now();
     await openGrid(page, url);
     const firstRowsMs = await page.evaluate(() => window.__firstRows ?? null);
+    const initial = await page.evaluate(() => ({
+      rowCount: Number(document.querySelector('[role="grid"]').getAttribute('aria-rowcount')),
+      count: document.querySelector('.count')?.textContent ?? '',
+    }));
     const loadMs = Date.now() - started;
     const scrolled = await scrollAll(page);
-    out.push({ url, firstRowsMs, loadMs, scrollMs: Date.now() - started - loadMs, operations, ...scrolled });
+    out.push({ url, firstRowsMs, loadMs, scrollMs: Date.now() - started - loadMs, operations, initial, ...scrolled });
     report.violations.push(...(await page.evaluate(() => window.__violations)));
     await page.close();
   }
@@ -262,6 +267,22 @@ async function editCell(page, row, step) {
     const done = mutationDone(page);
     await page.keyboard.press('Space');
     await done;
+    return;
+  }
+  if (step.kind === 'type') {
+    // Typing on a focused cell starts the edit with what was typed.
+    const done = mutationDone(page);
+    await page.keyboard.type(step.value);
+    await page.keyboard.press('Enter');
+    await done;
+    return;
+  }
+  if (step.kind === 'escape') {
+    await page.keyboard.press('Enter');
+    const editor = target.locator('input');
+    await editor.fill(step.value);
+    await editor.press('Escape');
+    await editor.waitFor({ state: 'detached' });
     return;
   }
   if (step.kind === 'select') {
@@ -401,11 +422,19 @@ async function scenarioViews() {
   await resort.waitFor();
   const resortTitle = await resort.locator('h2').textContent();
   await resort.getByRole('button', { name: 'Update this view' }).click();
+  // The view rebuilds in the background; the page shows its progress, then reads the rebuilt
+  // index. Wait until the rows on screen are in the new order (or the step times out).
   await page.waitForFunction(
-    (column) => document.querySelector(`[role="columnheader"][data-column="${column}"]`)?.getAttribute('aria-sort') === 'ascending'
-      && document.querySelector('[role="grid"] [role="row"][aria-rowindex="2"]:not([aria-busy])') !== null
-      && document.querySelector('.tabs .progress') === null,
-    spec.resortColumn,
+    ([column, expected]) => {
+      if (document.querySelector(`[role="columnheader"][data-column="${column}"]`)?.getAttribute('aria-sort') !== 'ascending') return false;
+      const nums = [...document.querySelectorAll('[role="grid"] [role="row"][aria-rowindex]:not([aria-busy])')]
+        .filter((row) => row.getAttribute('aria-rowindex') !== '1')
+        .sort((a, b) => Number(a.getAttribute('aria-rowindex')) - Number(b.getAttribute('aria-rowindex')))
+        .slice(0, expected.length)
+        .map((row) => Number(row.querySelector('[data-column="num"]')?.textContent));
+      return JSON.stringify(nums) === JSON.stringify(expected);
+    },
+    [spec.resortColumn, spec.resortFirst],
   );
   await settled(page);
   const resorted = { title: resortTitle, rows: (await visibleRows(page)).slice(0, 10), tabs: await page.$$eval('[role="tab"] .name', (t) => t.map((e) => e.textContent)) };
@@ -478,6 +507,38 @@ async function scenarioManage() {
   return out;
 }
 
+/** Builds a filter in the filter bar (conditions and an OR group), applies it, and reads the
+ * rows, the count and the bar read back from the address. */
+async function scenarioFilter() {
+  const page = await newPage(await newContext());
+  await openGrid(page, spec.path);
+  await page.getByRole('button', { name: /^Filter/ }).click();
+  const bar = page.getByRole('region', { name: 'Filter' });
+  for (const [i, condition] of spec.conditions.entries()) {
+    await bar.getByRole('button', { name: '+ Condition' }).click();
+    const row = bar.locator('.clause').nth(i);
+    await row.getByLabel('Column').selectOption(condition.column);
+    await row.getByLabel('Operator').selectOption(condition.op);
+    const value = row.getByLabel('Value');
+    if ((await value.evaluate((e) => e.tagName)) === 'SELECT') await value.selectOption(condition.value);
+    else await value.fill(condition.value);
+  }
+  await bar.getByRole('button', { name: 'Apply filter' }).click();
+  await page.waitForURL(/filter=/);
+  await settled(page);
+  await page.waitForFunction(() => document.querySelector('.count')?.textContent?.includes('match'));
+  const url = decodeURIComponent(new URL(page.url()).searchParams.get('filter') ?? '');
+  const rows = await visibleRows(page);
+  const count = await page.locator('.count').textContent();
+  await page.reload();
+  await page.waitForSelector('[role="grid"]');
+  await page.getByRole('button', { name: /^Filter/ }).click();
+  const readBack = await page.$$eval('.filter-bar .condition', (conditions) =>
+    conditions.map((c) => [...c.querySelectorAll('select, input')].map((e) => e.value)),
+  );
+  return { filter: JSON.parse(url), rows, count, readBack };
+}
+
 /** Under `--auth jwt`: the sign-in dialog, then the grid and the home page with the token. */
 async function scenarioSignIn() {
   const page = await newPage(await newContext());
@@ -515,6 +576,7 @@ const scenarios = {
   views: scenarioViews,
   export: scenarioExport,
   manage: scenarioManage,
+  filter: scenarioFilter,
   signin: scenarioSignIn,
 };
 
