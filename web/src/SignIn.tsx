@@ -1,15 +1,20 @@
 // The sign-in dialog of `--auth jwt`: it opens when the server answers 401, takes a bearer
 // token (kept in sessionStorage for the tab's life) and reads everything on screen again.
 import { useEffect, useState } from "react";
-import { client, setToken, SIGN_IN_EVENT, token } from "./api";
+import { client, setToken, SIGN_IN_EVENT, takeSignInRequest, token } from "./api";
 import { Modal } from "./dialogs";
 
 export function SignIn() {
   const [open, setOpen] = useState(false);
   const [text, setText] = useState("");
   useEffect(() => {
-    const show = () => setOpen(true);
+    const show = () => {
+      takeSignInRequest();
+      setOpen(true);
+    };
     window.addEventListener(SIGN_IN_EVENT, show);
+    // A 401 that came before this listener (the first requests leave before the first render).
+    if (takeSignInRequest()) setOpen(true);
     return () => window.removeEventListener(SIGN_IN_EVENT, show);
   }, []);
   if (!open) return null;

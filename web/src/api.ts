@@ -29,6 +29,17 @@ export function setToken(value: string | null): void {
 /** Fired when the server answers 401: the sign-in dialog listens for it. */
 export const SIGN_IN_EVENT = "gridgate:sign-in";
 
+/** Whether a 401 came before anything listened: the page's first requests leave before React
+ * renders the sign-in dialog (see `startGridPage`), so their 401 must wait for it. */
+let signInPending = false;
+
+/** Whether a 401 is waiting for the sign-in dialog; asking clears it. */
+export function takeSignInRequest(): boolean {
+  const pending = signInPending;
+  signInPending = false;
+  return pending;
+}
+
 /** `fetch` with the bearer token, raising the sign-in dialog on 401. */
 export async function authFetch(input: RequestInfo | URL, init: RequestInit = {}): Promise<Response> {
   const headers = new Headers(init.headers);
@@ -36,6 +47,7 @@ export async function authFetch(input: RequestInfo | URL, init: RequestInit = {}
   if (bearer) headers.set("Authorization", `Bearer ${bearer}`);
   const response = await fetch(input, { ...init, headers });
   if (response.status === 401) {
+    signInPending = true;
     window.dispatchEvent(new CustomEvent(SIGN_IN_EVENT));
   }
   return response;
