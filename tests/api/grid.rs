@@ -173,10 +173,49 @@ async fn grid_scrolls_every_row_once(backend: Backend) {
             filter.clone(),
         ),
     ];
-    let urls: Vec<&str> = cases.iter().map(|(url, _, _)| url.as_str()).collect();
-    let result = run(&app, "scroll", json!({"urls": urls})).await;
+    let mut urls: Vec<&str> = cases.iter().map(|(url, _, _)| url.as_str()).collect();
+    // The first order once more, read from the end upward until the tail meets the head.
+    urls.push(cases[0].0.as_str());
+    let upwards: Vec<bool> = urls
+        .iter()
+        .enumerate()
+        .map(|(i, _)| i == cases.len())
+        .collect();
+    let result = run(&app, "scroll", json!({"urls": urls, "upwards": upwards})).await;
     let grids = result.as_array().expect("one report per URL");
-    assert_eq!(grids.len(), cases.len());
+    assert_eq!(grids.len(), cases.len() + 1);
+    let up = &grids[cases.len()];
+    {
+        let (url, order_by, filter) = &cases[0];
+        let expected = api_rows(&app, &project, order_by.clone(), filter.clone()).await;
+        let shown: Vec<(i64, String)> = up["rows"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .map(|r| {
+                (
+                    r["num"].as_i64().expect("num"),
+                    r["name"].as_str().expect("name").to_string(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            up["duplicates"],
+            json!([]),
+            "{url} upward: a row index showed two issues"
+        );
+        same_list(url, "rows read upward from the end", &shown, &expected);
+        let backward = up["operations"]["GridIssues:last"].as_u64().unwrap_or(0) as usize;
+        let forward = up["operations"]["GridIssues"].as_u64().unwrap_or(0) as usize;
+        // The first page from the top, then pages from the end until they meet it.
+        assert_eq!(forward, 1, "{url} upward: one page from the top");
+        let minimum = (expected.len() - PAGE).div_ceil(PAGE);
+        assert!(
+            (minimum..=minimum + 1).contains(&backward),
+            "{url} upward: {backward} pages read backward for {} rows",
+            expected.len()
+        );
+    }
     for ((url, order_by, filter), grid) in cases.iter().zip(grids) {
         let expected = api_rows(&app, &project, order_by.clone(), filter.clone()).await;
         let shown: Vec<(i64, String)> = grid["rows"]

@@ -9,7 +9,8 @@
 // (`playwright`), the browser (`chromium`), the time limit of each step (`stepTimeoutMs`) and
 // the `scenario` with its parameters:
 //
-//   scroll   { urls: [path…] }: opens each grid and scrolls it from top to bottom, collecting
+//   scroll   { urls: [path…], upwards?: [bool…] }: opens each grid and scrolls it from top to
+//            bottom (or jumps to its end and scrolls up to its top), collecting
 //            every row's aria-rowindex, num and name; also the GraphQL page requests sent,
 //            the long tasks seen while scrolling, and when the first 50 rows were on screen.
 //   load     { urls: [path…] }: opens each grid in a fresh page; when were 50 rows on screen.
@@ -210,10 +211,37 @@ async function scrollAll(page) {
   return { rows, duplicates, ...info };
 }
 
+/** Jumps to the end of the grid, then scrolls up to the top a screenful at a time, collecting
+ * every row once: the tail read backward (`last`/`before`) until it meets the head. */
+async function scrollAllUp(page) {
+  const seen = new Map();
+  const duplicates = [];
+  await page.getByRole('button', { name: 'Jump to end' }).click();
+  for (let step = 0; ; step++) {
+    await rendered(page);
+    await settled(page);
+    for (const row of await visibleRows(page)) {
+      const before = seen.get(row.index);
+      if (before && (before.num !== row.num || before.name !== row.name)) duplicates.push({ before, row });
+      seen.set(row.index, row);
+    }
+    const atTop = await page.$eval('[role="grid"]', (grid) => {
+      const top = grid.scrollTop <= 0;
+      if (!top) grid.scrollTop = Math.max(0, grid.scrollTop - (grid.clientHeight - 64));
+      return top;
+    });
+    if (atTop) break;
+    if (step > 100000) throw new Error('the grid never reached its top');
+  }
+  const rows = [...seen.values()].sort((a, b) => a.index - b.index);
+  return { rows, duplicates, rowCount: Number(await page.getAttribute('[role="grid"]', 'aria-rowcount')) };
+}
+
 async function scenarioScroll() {
   const context = await newContext({ width: 1280, height: spec.viewportHeight ?? 1900 });
   const out = [];
-  for (const url of spec.urls) {
+  for (const [i, url] of spec.urls.entries()) {
+    const upwards = spec.upwards?.[i] === true;
     const page = await newPage(context);
     const operations = countOperations(page);
     const started = Date.now();
@@ -224,8 +252,8 @@ async function scenarioScroll() {
       count: document.querySelector('.count')?.textContent ?? '',
     }));
     const loadMs = Date.now() - started;
-    const scrolled = await scrollAll(page);
-    out.push({ url, firstRowsMs, loadMs, scrollMs: Date.now() - started - loadMs, operations, initial, ...scrolled });
+    const scrolled = upwards ? await scrollAllUp(page) : await scrollAll(page);
+    out.push({ url, upwards, firstRowsMs, loadMs, scrollMs: Date.now() - started - loadMs, operations, initial, ...scrolled });
     report.violations.push(...(await page.evaluate(() => window.__violations)));
     await page.close();
   }

@@ -197,6 +197,21 @@ class RowWindow {
       if (total != null && !headDone && tailStart - end < start - headLength) this.grow("tail");
       else if (!headDone) this.grow("head");
     };
+    // Where the head and the tail overlap they must hold the same issues: a list changed by
+    // others between reading the top and the end would otherwise show a row twice or lose one
+    // at the seam. Then the list is read again from the top.
+    if (total != null && headLength > tailStart && tailLength > 0) {
+      for (let i = tailStart; i < Math.min(headLength, total); i++) {
+        if (pick(head, i)?.id !== pick(tailInOrder, i - tailStart)?.id) {
+          queueMicrotask(() => {
+            this.restart();
+            this.failure = "The list changed while it was read: it is read again from the top.";
+            this.changed();
+          });
+          break;
+        }
+      }
+    }
     const errorChunk = [...this.chunks.head, ...this.chunks.tail].find((c) => c.error);
     this.snapshot = {
       total,
