@@ -102,8 +102,9 @@ const PLAYGROUND_INIT_JS: &str = "playground-init.js";
 const PAGES_CSS: &str = "pages.css";
 const GRID_JS: &str = "grid.js";
 const GRID_CSS: &str = "grid.css";
+const GRID_FIRST_JS: &str = "first.js";
 
-const ASSET_COUNT: usize = 17;
+const ASSET_COUNT: usize = 18;
 
 /// Every file served under [`ASSETS_PREFIX`]; the licences of the vendored packages are
 /// served too, so the notices travel with the code wherever the binary goes.
@@ -123,6 +124,7 @@ static ASSETS: [Asset; ASSET_COUNT] = [
     own!("playground-init.js", JS),
     own!("pages.css", CSS),
     built!("grid.js", JS),
+    built!("first.js", JS),
     built!("grid.css", CSS),
     // The licences of the packages bundled into grid.js, which names this file.
     built!("grid.licenses.txt", TEXT),
@@ -237,8 +239,10 @@ fn html(title: &str, head: &str, body_class: &str, body: &str) -> String {
 
 /// `GET /` and `GET /p/<projectId>`: the web grid. One page serves both addresses; the
 /// script reads the address to show the project list or a project's grid, and keeps the
-/// sort, filter and view in the query string, so a link reopens the same grid. The script is
-/// deferred from the head, so the browser fetches it while it reads the rest of the page.
+/// sort, filter and view in the query string, so a link reopens the same grid. The small
+/// first-paint script runs first (deferred from the head): it sends the grid's first requests
+/// and paints their rows, then adds the page's script, which the browser has been fetching
+/// meanwhile (preloaded), and which takes those answers (see `web/src/first.ts`).
 pub(super) async fn grid() -> Response {
     let nonce = new_nonce();
     let p = ASSETS_PREFIX;
@@ -246,7 +250,8 @@ pub(super) async fn grid() -> Response {
         "gridgate",
         &format!(
             r#"<link rel="stylesheet" href="{p}{GRID_CSS}">
-<script defer src="{p}{GRID_JS}"></script>"#
+<link rel="preload" as="script" href="{p}{GRID_JS}">
+<script defer src="{p}{GRID_FIRST_JS}" data-app="{p}{GRID_JS}"></script>"#
         ),
         "",
         &format!(

@@ -62,11 +62,17 @@ async fn run_allowing(app: &TestApp, scenario: &str, mut spec: Value, expected: 
 /// A counted synthetic project of `ISSUES` issues with a field of every type; returns its id
 /// and its fields' ids by type name (`TEXT`, `INT`, …).
 async fn big_project(app: &TestApp) -> (String, Value) {
+    synthetic_project(app, ISSUES).await
+}
+
+/// A counted synthetic project of `issues` issues with a field of every type (see
+/// [`big_project`]).
+async fn synthetic_project(app: &TestApp, issues: u32) -> (String, Value) {
     let created = seed::synthetic(
         &app.store,
         Synthetic {
             projects: 1,
-            issues: ISSUES,
+            issues,
             fields: 6,
             seed: 23,
         },
@@ -844,7 +850,81 @@ async fn grid_filter_bar_builds_the_api_filter(backend: Backend) {
     );
 }
 
+/// The first paint (first.js, which shows a grid's first rows before the page's script has
+/// run) draws what the page itself renders: the same toolbar, tabs, header and first 50 rows,
+/// attribute for attribute, for the plain list, a custom-field sort under a filter the server
+/// cannot count, and a two-key view; and the page takes its two answers rather than asking
+/// again (one request of each kind in all).
+async fn grid_first_paint_is_the_pages_own_render(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let (project, fields) = synthetic_project(&app, 300).await;
+    let select = fields["SELECT"].as_str().expect("a SELECT field");
+    let text = fields["TEXT"].as_str().expect("a TEXT field");
+    let view = app
+        .data(
+            "mutation($i: CreateViewInput!) { createView(input: $i) { view { id } } }",
+            json!({"i": {"projectId": project, "name": "Checked first", "orderBy": [
+                {"field": "CUSTOM_FIELD", "customFieldId": fields["CHECKBOX"], "direction": "DESC"},
+                {"field": "NAME", "direction": "ASC"}]}}),
+        )
+        .await["createView"]["view"]["id"]
+        .as_str()
+        .expect("view")
+        .to_string();
+    app.sweeps_idle().await;
+    let filter =
+        json!({"column": {"field": "CUSTOM_FIELD", "customFieldId": text}, "contains": "e"});
+    let urls = [
+        format!("/p/{project}"),
+        format!(
+            "/p/{project}?sort=-{select}~first&filter={}",
+            filter_param(&filter)
+        ),
+        format!("/p/{project}?view={view}"),
+    ];
+    let result = run(&app, "firstPaint", json!({"urls": urls, "rows": 50})).await;
+    let pages = result.as_array().expect("one report per URL");
+    assert_eq!(pages.len(), urls.len());
+    for page in pages {
+        let url = page["url"].as_str().unwrap_or_default();
+        let painted: Vec<&str> = page["painted"]
+            .as_array()
+            .expect("markup")
+            .iter()
+            .map(|l| l.as_str().unwrap_or_default())
+            .collect();
+        let rendered: Vec<&str> = page["rendered"]
+            .as_array()
+            .expect("markup")
+            .iter()
+            .map(|l| l.as_str().unwrap_or_default())
+            .collect();
+        let rows = painted
+            .iter()
+            .filter(|l| l.contains(r#"class="grid-row" "#))
+            .count();
+        assert_eq!(rows, 50, "{url}: the first paint shows 50 rows");
+        same_list(url, "the first paint's markup", &painted, &rendered);
+        let query = if url.contains("view=") {
+            "GridViewIssues"
+        } else {
+            "GridIssues"
+        };
+        assert_eq!(
+            page["operations"],
+            json!({"GridProject": 1, query: 1}),
+            "{url}: the page takes the first paint's answers"
+        );
+        assert_eq!(
+            page["firstOperations"],
+            json!({"GridProject": 1, query: 1}),
+            "{url}: the first paint's own requests"
+        );
+    }
+}
+
 crate::both_stores!(
+    grid_first_paint_is_the_pages_own_render,
     grid_filter_bar_builds_the_api_filter,
     grid_manages_issues_and_columns,
     grid_signs_in_under_jwt,

@@ -14,6 +14,8 @@
 //            every row's aria-rowindex, num and name; also the GraphQL page requests sent,
 //            the long tasks seen while scrolling, and when the first 50 rows were on screen.
 //   load     { urls: [path…] }: opens each grid in a fresh page; when were 50 rows on screen.
+//   firstPaint { urls: [path…], rows? }: opens each grid with the page's script withheld (the
+//            first paint alone) and whole; the markup of each and the requests sent.
 //   edit     { path, steps: [{column, kind, value}] }: edits cells of the first row by
 //            keyboard, then reloads and reads the row; an "invalid" step reports the message.
 //   conflict { path, column, first, second }: two browser contexts edit the same cell; the
@@ -130,10 +132,12 @@ function countOperations(page) {
 }
 
 const ROWS = '[role="grid"] [role="row"]';
+/** The page's own grid, not the first paint's (which answers nothing; see web/src/first.ts). */
+const GRID = '.grid-page:not([data-first-paint]) [role="grid"]';
 
 async function openGrid(page, url) {
   await page.goto(url);
-  await page.waitForSelector('[role="grid"]');
+  await page.waitForSelector(GRID);
   await settled(page);
 }
 
@@ -274,6 +278,71 @@ async function scenarioLoad() {
   return out;
 }
 
+/** The grid page as markup, one line per element or run of text, for comparing two renders:
+ * attributes sorted, the style as the browser reads it, without what only focus changes
+ * (tabindex, the active cell's class) and without body rows past the first `rows`. */
+function markupOfPage(rows) {
+  const lines = [];
+  const walk = (element, depth) => {
+    if (element.matches('.grid-body > [role="row"]') && Number(element.getAttribute('aria-rowindex')) > rows + 1) return;
+    const attributes = [...element.attributes]
+      .filter((a) => a.name !== 'tabindex' && a.name !== 'data-first-paint')
+      .map((a) => {
+        let value = a.value;
+        if (a.name === 'class') value = value.split(/\s+/).filter((c) => c && c !== 'active').join(' ');
+        if (a.name === 'style') value = element.style.cssText;
+        return `${a.name}=${JSON.stringify(value)}`;
+      })
+      .sort();
+    lines.push(`${' '.repeat(depth)}<${element.tagName.toLowerCase()} ${attributes.join(' ')}>`);
+    let text = '';
+    const flush = () => {
+      if (text) lines.push(`${' '.repeat(depth + 1)}${JSON.stringify(text)}`);
+      text = '';
+    };
+    for (const child of element.childNodes) {
+      if (child.nodeType === Node.TEXT_NODE) text += child.textContent;
+      else if (child.nodeType === Node.ELEMENT_NODE) {
+        flush();
+        walk(child, depth + 1);
+      }
+    }
+    flush();
+  };
+  walk(document.querySelector('.grid-page'), 0);
+  return lines;
+}
+
+/** Each grid twice: with the page's script withheld, so that only the first paint shows, and
+ * whole, once the page has rendered its own rows; what each shows (toolbar, tabs, header and
+ * the first `rows` rows) and the requests the whole page sent. */
+async function scenarioFirstPaint() {
+  const rows = spec.rows ?? 50;
+  const out = [];
+  for (const url of spec.urls) {
+    const withheld = await newContext({ width: 1280, height: 1900 });
+    await withheld.route('**/assets/grid.js', (route) => route.fulfill({ contentType: 'text/javascript', body: '// withheld by the test' }));
+    const first = await newPage(withheld);
+    const firstOperations = countOperations(first);
+    await first.goto(url);
+    await first.waitForSelector(`.grid-page[data-first-paint] ${ROWS}[aria-rowindex="${rows + 1}"]`);
+    const painted = await first.evaluate(markupOfPage, rows);
+    await withheld.close();
+
+    const context = await newContext({ width: 1280, height: 1900 });
+    const page = await newPage(context);
+    const operations = countOperations(page);
+    await page.goto(url);
+    await page.waitForSelector(`${GRID} [role="row"][aria-rowindex="${rows + 1}"]:not([aria-busy])`);
+    const rendered = await page.evaluate(markupOfPage, rows);
+    const firstPainted = await page.evaluate(() => window.__gridgate?.painted ?? false);
+    report.violations.push(...(await page.evaluate(() => window.__violations)));
+    await context.close();
+    out.push({ url, painted, rendered, firstPainted, firstOperations, operations });
+  }
+  return out;
+}
+
 function cell(page, row, column) {
   return page.locator(`${ROWS}[aria-rowindex="${row + 1}"] [data-column="${column}"]`);
 }
@@ -363,7 +432,7 @@ async function scenarioEdit() {
   const beforeReload = await readRow(page, 1, columns);
   const readsAfter = { ...operations };
   await page.reload();
-  await page.waitForSelector('[role="grid"]');
+  await page.waitForSelector(GRID);
   await settled(page);
   const afterReload = await readRow(page, 1, columns);
   report.violations.push(...(await page.evaluate(() => window.__violations)));
@@ -559,7 +628,7 @@ async function scenarioFilter() {
   const rows = await visibleRows(page);
   const count = await page.locator('.count').textContent();
   await page.reload();
-  await page.waitForSelector('[role="grid"]');
+  await page.waitForSelector(GRID);
   await page.getByRole('button', { name: /^Filter/ }).click();
   const readBack = await page.$$eval('.filter-bar .condition', (conditions) =>
     conditions.map((c) => [...c.querySelectorAll('select, input')].map((e) => e.value)),
@@ -599,6 +668,7 @@ async function scenarioExport() {
 const scenarios = {
   scroll: scenarioScroll,
   load: scenarioLoad,
+  firstPaint: scenarioFirstPaint,
   edit: scenarioEdit,
   conflict: scenarioConflict,
   views: scenarioViews,

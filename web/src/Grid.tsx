@@ -11,15 +11,13 @@ import { getCoreRowModel, useReactTable } from "@tanstack/react-table";
 import type { ColumnDef, ColumnSizingState } from "@tanstack/react-table";
 import { useVirtualizer } from "@tanstack/react-virtual";
 import type { Column } from "./columns";
-import { columnKey, rawValue, typeLabel } from "./columns";
+import { ADD_COLUMN_WIDTH, defaultWidth, OVERSCAN, rawValue, ROW_HEIGHT, SELECT_WIDTH, sortMark, typeLabel } from "./columns";
 import { CellView, Editor, isEditable, togglesInPlace } from "./cells";
 import { MenuButton } from "./menu";
 import type { MenuItem } from "./menu";
 import type { Issue, IssueOrder } from "./queries";
 import type { Rows } from "./rows";
 
-const ROW_HEIGHT = 32;
-const SELECT_WIDTH = 40;
 const NO_ROWS: Issue[] = [];
 
 export interface GridProps {
@@ -43,19 +41,6 @@ interface Editing {
   row: number;
   col: number;
   initial: string | null;
-}
-
-function defaultWidth(column: Column): number {
-  switch (column.type) {
-    case "NUM":
-      return 96;
-    case "NAME":
-      return 320;
-    case "CHECKBOX":
-      return 110;
-    default:
-      return 160;
-  }
 }
 
 interface RowActions {
@@ -163,14 +148,14 @@ export function Grid(props: GridProps) {
     onColumnSizingChange: setSizing,
   });
   const headers = table.getHeaderGroups()[0]?.headers ?? [];
-  const width = SELECT_WIDTH + table.getTotalSize() + (props.addColumn ? 48 : 0);
+  const width = SELECT_WIDTH + table.getTotalSize() + (props.addColumn ? ADD_COLUMN_WIDTH : 0);
 
   const scroller = useRef<HTMLDivElement>(null);
   const virtualizer = useVirtualizer({
     count: rows.rowCount,
     getScrollElement: () => scroller.current,
     estimateSize: () => ROW_HEIGHT,
-    overscan: 4,
+    overscan: OVERSCAN,
     // The virtualizer re-renders the rows in view with React's flushSync by default, making
     // every scroll event one synchronous render; batched, the scroll stays off long tasks.
     useFlushSync: false,
@@ -298,7 +283,6 @@ export function Grid(props: GridProps) {
     e.preventDefault();
   };
 
-  const sortOf = (column: Column) => orders.findIndex((o) => columnKey(o) === column.key);
   // The columns' widths as one string, so a row re-renders only when a width changes.
   const widths = headers.map((h) => h.getSize()).join(",");
 
@@ -362,15 +346,14 @@ export function Grid(props: GridProps) {
             </div>
             {headers.map((header, i) => {
               const column = columns[i];
-              const place = sortOf(column);
-              const order = place >= 0 ? orders[place] : null;
+              const { ariaSort, mark } = sortMark(column, orders);
               return (
                 <div
                   key={header.id}
                   className="grid-cell columnheader"
                   role="columnheader"
                   aria-colindex={i + 2}
-                  aria-sort={place === 0 && order ? (order.direction === "ASC" ? "ascending" : "descending") : undefined}
+                  aria-sort={ariaSort}
                   style={{ width: header.getSize() }}
                   tabIndex={active.row === -1 && active.col === i + 1 ? 0 : -1}
                   data-row={-1}
@@ -386,10 +369,9 @@ export function Grid(props: GridProps) {
                   >
                     <span className="label">{column.label}</span>
                     <span className="type">{typeLabel(column.type)}</span>
-                    {order ? (
+                    {mark ? (
                       <span className="sorted" aria-hidden="true">
-                        {order.direction === "ASC" ? "▲" : "▼"}
-                        {orders.length > 1 ? place + 1 : ""}
+                        {mark}
                       </span>
                     ) : null}
                     {column.field?.status === "REINDEXING" ? <span className="muted"> reindexing…</span> : null}

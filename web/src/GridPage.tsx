@@ -6,7 +6,7 @@ import { useEffect, useMemo, useRef, useState } from "react";
 import { useQuery } from "@apollo/client";
 import { authFetch, client, errorCode, errorExtensions, errorMessage, token } from "./api";
 import type { Column } from "./columns";
-import { columnKey, gridColumns } from "./columns";
+import { columnKey, describeOrder, gridColumns } from "./columns";
 import { NewColumnDialog, OptionsDialog } from "./columnDialogs";
 import type { OptionDraft } from "./columnDialogs";
 import { ask, confirmed, prompted } from "./dialogs";
@@ -17,7 +17,8 @@ import type { MenuItem } from "./menu";
 import { CREATE_FIELD, CREATE_VIEW, DELETE_FIELD, DELETE_VIEW, PROJECT, UPDATE_FIELD, UPDATE_VIEW } from "./queries";
 import type { CustomField, FieldType, Issue, IssueFilter, IssueOrder, Project, View } from "./queries";
 import { forgetViewRows, startReading, useRows } from "./rows";
-import type { Source } from "./rows";
+import { countConditions, countText, sourceOf } from "./source";
+import type { Source } from "./source";
 import type { GridLocation } from "./url";
 import { gridHref, navigate } from "./url";
 import { ViewTabs } from "./ViewTabs";
@@ -37,28 +38,15 @@ function orderInput(orders: IssueOrder[]): IssueOrder[] {
   );
 }
 
-function describe(orders: IssueOrder[], columns: Column[]): string {
-  return orders
-    .map((o) => `${columns.find((c) => c.key === columnKey(o))?.label ?? "?"} ${o.direction === "ASC" ? "ascending" : "descending"}`)
-    .join(", then ");
-}
-
-function countConditions(filter: IssueFilter | null): number {
-  if (!filter) return 0;
-  return filter.and ? filter.and.length : 1;
-}
-
-function sourceOf(location: GridLocation): Source {
-  return location.view
-    ? { kind: "view", projectId: location.projectId, viewId: location.view }
-    : { kind: "project", projectId: location.projectId, orderBy: location.sort, filter: location.filter };
-}
-
 /** Sends the page's first two requests (the columns and views, the first rows) at once, before
- * anything renders; the page's own queries then find them in flight or in the cache. */
-export function startGridPage(location: GridLocation): void {
-  void client.query({ query: PROJECT, variables: { id: location.projectId } }).catch(() => undefined);
-  startReading(sourceOf(location));
+ * anything renders; the page's own queries then find them in flight or in the cache. Settles
+ * once both have answered (or failed). */
+export function startGridPage(location: GridLocation): Promise<void> {
+  const meta = client.query({ query: PROJECT, variables: { id: location.projectId } }).then(
+    () => undefined,
+    () => undefined,
+  );
+  return Promise.all([meta, startReading(sourceOf(location))]).then(() => undefined);
 }
 
 export function GridPage(props: { location: GridLocation }) {
@@ -198,12 +186,12 @@ export function GridPage(props: { location: GridLocation }) {
       await saveView(
         next,
         filter,
-        `Sorting by ${describe(next, columns)} needs a saved view: multi-column sorts live in views`,
+        `Sorting by ${describeOrder(next, columns)} needs a saved view: multi-column sorts live in views`,
       );
       return;
     }
     const answer = await ask({
-      title: `Sort the view “${view.name}” by ${describe(next, columns)}?`,
+      title: `Sort the view “${view.name}” by ${describeOrder(next, columns)}?`,
       body: "A view's order is its index: updating it rebuilds the view in the background.",
       buttons: [
         { label: "Cancel", value: "cancel" },
@@ -365,10 +353,7 @@ export function GridPage(props: { location: GridLocation }) {
     return <p className="error page-message" role="alert">There is no project {projectId}.</p>;
   }
 
-  const count =
-    rows.total != null
-      ? `${rows.total.toLocaleString("en")} issue${rows.total === 1 ? "" : "s"}${filter ? " match" : ""}`
-      : `at least ${rows.loaded.toLocaleString("en")} issues${filter ? " match" : ""}`;
+  const count = countText(rows.total, rows.loaded, filter != null);
   const progress = view?.progress ?? (errorExtensions(rows.error)?.progress as View["progress"] | undefined) ?? null;
 
   return (
@@ -403,7 +388,7 @@ export function GridPage(props: { location: GridLocation }) {
           views={project.views}
           current={location.view}
           count={rows.loading || viewBuilding ? null : rows.total}
-          describe={(v) => `Sorted by ${describe(v.orderBy, columns) || "num"}${v.filter ? ", filtered" : ""}`}
+          describe={(v) => `Sorted by ${describeOrder(v.orderBy, columns) || "num"}${v.filter ? ", filtered" : ""}`}
           open={(viewId) => go({ view: viewId })}
           create={() => void saveView(orders.length > 0 ? orders : [{ field: "NUM", direction: "ASC", empty: "LAST" }], filter, "Save as a view")}
           rename={async (v) => {
@@ -425,7 +410,7 @@ export function GridPage(props: { location: GridLocation }) {
       ) : null}
       {view ? (
         <p className="view-summary">
-          Sorted by {describe(view.orderBy, columns) || "num"}
+          Sorted by {describeOrder(view.orderBy, columns) || "num"}
           {view.filter ? ", filtered" : ""}.
         </p>
       ) : null}

@@ -6,7 +6,10 @@
 // what was read from the top, each in chunks of a few pages (`rows.ts` says why). Mutation payloads carry the edited issue, which the cache
 // normalises by id: an edit updates every list that shows the issue without a refetch.
 import { ApolloClient, ApolloError, ApolloLink, HttpLink, InMemoryCache } from "@apollo/client";
-import { cacheSizes, relayStylePagination } from "@apollo/client/utilities";
+import type { FetchResult } from "@apollo/client";
+import { cacheSizes, Observable, print, relayStylePagination } from "@apollo/client/utilities";
+import type { ObservableSubscription } from "@apollo/client/utilities";
+import { takePrefetched } from "./handoff";
 
 // The cache memoises each issue it reads; its default bounds (50,000 selection sets, 10,000
 // arrays) are smaller than a grid scrolled through 10,000 issues holds (each issue has its
@@ -15,16 +18,9 @@ import { cacheSizes, relayStylePagination } from "@apollo/client/utilities";
 cacheSizes["inMemoryCache.executeSelectionSet"] = 2_000_000;
 cacheSizes["inMemoryCache.executeSubSelectedArray"] = 1_000_000;
 
-const TOKEN_KEY = "gridgate.token";
+import { token } from "./token";
 
-export function token(): string | null {
-  return sessionStorage.getItem(TOKEN_KEY);
-}
-
-export function setToken(value: string | null): void {
-  if (value) sessionStorage.setItem(TOKEN_KEY, value);
-  else sessionStorage.removeItem(TOKEN_KEY);
-}
+export { setToken, token } from "./token";
 
 /** Fired when the server answers 401: the sign-in dialog listens for it. */
 export const SIGN_IN_EVENT = "gridgate:sign-in";
@@ -72,8 +68,31 @@ const serverVariablesOnly = new ApolloLink((operation, forward) => {
   return forward(operation);
 });
 
+/** Answers a request the first paint already sent with its answer (see handoff.ts). */
+const firstPaintAnswers = new ApolloLink((operation, forward) => {
+  const taken = takePrefetched(operation.operationName, print(operation.query), operation.variables);
+  if (!taken) return forward(operation);
+  return new Observable<FetchResult>((observer) => {
+    let closed = false;
+    let asked: ObservableSubscription | null = null;
+    void taken.then((result) => {
+      if (closed) return;
+      if (result) {
+        observer.next(result as FetchResult);
+        observer.complete();
+      } else {
+        asked = forward(operation).subscribe(observer);
+      }
+    });
+    return () => {
+      closed = true;
+      asked?.unsubscribe();
+    };
+  });
+});
+
 export const client = new ApolloClient({
-  link: ApolloLink.from([serverVariablesOnly, new HttpLink({ uri: "/graphql", fetch: authFetch })]),
+  link: ApolloLink.from([serverVariablesOnly, firstPaintAnswers, new HttpLink({ uri: "/graphql", fetch: authFetch })]),
   cache: new InMemoryCache({
     typePolicies: {
       Project: {

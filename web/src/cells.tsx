@@ -3,44 +3,34 @@
 // their colours for SELECT and State, and a checkbox that toggles in place.
 import { useEffect, useRef, useState } from "react";
 import type { Column } from "./columns";
-import { displayValue, rawValue } from "./columns";
+import { cellLook, chipStyle, rawValue } from "./columns";
 import type { Issue, SelectOption } from "./queries";
 
-const NAMED_COLOURS = ["default", "gray", "brown", "orange", "yellow", "green", "blue", "purple", "pink", "red"];
-
-/** A chip's colour: a class for the named colours, a CSS colour for `#rrggbb`. */
+/** A chip: an option's label in its colour. */
 export function Chip(props: { label: string; color: string | null }) {
-  const { color } = props;
-  if (color && color.startsWith("#")) {
-    return (
-      <span className="chip" style={{ background: color }}>
-        {props.label}
-      </span>
-    );
-  }
-  const named = color && NAMED_COLOURS.includes(color) ? color : "default";
-  return <span className={`chip chip-${named}`}>{props.label}</span>;
+  const { className, background } = chipStyle(props.color);
+  return (
+    <span className={className} style={background ? { background } : undefined}>
+      {props.label}
+    </span>
+  );
 }
 
 export function CellView(props: { issue: Issue; column: Column }) {
-  const { issue, column } = props;
-  const raw = rawValue(issue, column);
-  switch (column.type) {
-    case "CHECKBOX":
+  const look = cellLook(props.issue, props.column);
+  switch (look.kind) {
+    case "checkbox":
       return (
-        <span className="checkbox" aria-label={raw === "true" ? "checked" : "not checked"}>
-          {raw === "true" ? "☑" : "☐"}
+        <span className="checkbox" aria-label={look.checked ? "checked" : "not checked"}>
+          {look.checked ? "☑" : "☐"}
         </span>
       );
-    case "SELECT": {
-      if (raw == null) return null;
-      const option = column.field?.options.find((o) => o.id === raw);
-      return <Chip label={option?.label ?? raw} color={option?.color ?? null} />;
-    }
-    case "STATE":
-      return <Chip label={displayValue(issue, column)} color={raw === "OPEN" ? "green" : "gray"} />;
-    default:
-      return <>{displayValue(issue, column)}</>;
+    case "chip":
+      return <Chip label={look.label} color={look.color} />;
+    case "text":
+      return <>{look.text}</>;
+    case "empty":
+      return null;
   }
 }
 

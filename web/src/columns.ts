@@ -63,6 +63,79 @@ export function rawValue(issue: Issue, column: Column): string | null {
   }
 }
 
+/** How a cell looks: what the grid renders, and the first paint too (first.ts). */
+export type CellLook =
+  | { kind: "text"; text: string }
+  | { kind: "chip"; label: string; color: string | null }
+  | { kind: "checkbox"; checked: boolean }
+  | { kind: "empty" };
+
+export function cellLook(issue: Issue, column: Column): CellLook {
+  const raw = rawValue(issue, column);
+  switch (column.type) {
+    case "CHECKBOX":
+      return { kind: "checkbox", checked: raw === "true" };
+    case "SELECT": {
+      if (raw == null) return { kind: "empty" };
+      const option = column.field?.options.find((o) => o.id === raw);
+      return { kind: "chip", label: option?.label ?? raw, color: option?.color ?? null };
+    }
+    case "STATE":
+      return { kind: "chip", label: displayValue(issue, column), color: raw === "OPEN" ? "green" : "gray" };
+    default:
+      return { kind: "text", text: displayValue(issue, column) };
+  }
+}
+
+const NAMED_COLOURS = ["default", "gray", "brown", "orange", "yellow", "green", "blue", "purple", "pink", "red"];
+
+/** A chip's class and background: a class for the named colours, a CSS colour for `#rrggbb`. */
+export function chipStyle(color: string | null): { className: string; background: string | null } {
+  if (color && color.startsWith("#")) return { className: "chip", background: color };
+  const named = color && NAMED_COLOURS.includes(color) ? color : "default";
+  return { className: `chip chip-${named}`, background: null };
+}
+
+/** How a column's header marks the sort: `aria-sort` for the first key, and the arrow (with
+ * the key's number when there are several) for every key. */
+export function sortMark(column: Column, orders: IssueOrder[]): { ariaSort: "ascending" | "descending" | undefined; mark: string | null } {
+  const place = orders.findIndex((o) => columnKey(o) === column.key);
+  if (place < 0) return { ariaSort: undefined, mark: null };
+  const ascending = orders[place].direction === "ASC";
+  return {
+    ariaSort: place === 0 ? (ascending ? "ascending" : "descending") : undefined,
+    mark: `${ascending ? "▲" : "▼"}${orders.length > 1 ? place + 1 : ""}`,
+  };
+}
+
+/** An order in words ("Name ascending, then Num descending"). */
+export function describeOrder(orders: IssueOrder[], columns: Column[]): string {
+  return orders
+    .map((o) => `${columns.find((c) => c.key === columnKey(o))?.label ?? "?"} ${o.direction === "ASC" ? "ascending" : "descending"}`)
+    .join(", then ");
+}
+
+/** Row height, and the widths of the selection column, the "+" column and each type's
+ * column, in pixels: the grid's and the first paint's layout. */
+export const ROW_HEIGHT = 32;
+export const SELECT_WIDTH = 40;
+export const ADD_COLUMN_WIDTH = 48;
+/** Rows rendered beyond those in view, on each side. */
+export const OVERSCAN = 4;
+
+export function defaultWidth(column: Column): number {
+  switch (column.type) {
+    case "NUM":
+      return 96;
+    case "NAME":
+      return 320;
+    case "CHECKBOX":
+      return 110;
+    default:
+      return 160;
+  }
+}
+
 /** What a cell shows: select cells show the option's label. */
 export function displayValue(issue: Issue, column: Column): string {
   const raw = rawValue(issue, column);

@@ -10,7 +10,7 @@ import { compareIssues, displayValue, rawValue } from "./columns";
 import { ask } from "./dialogs";
 import { CREATE_ISSUE, DELETE_ISSUE, ISSUE, ISSUES, ISSUE_BY_ID, SET_CELL, UPDATE_ISSUE } from "./queries";
 import type { Connection, Edge, Issue, IssueFilter, IssueOrder } from "./queries";
-import type { Source } from "./rows";
+import type { Source } from "./source";
 
 /** The issue as it will read once `value` is written to `column`. */
 function edited(issue: Issue, column: Column, value: string | null, columns: Column[]): Issue {

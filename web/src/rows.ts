@@ -19,15 +19,12 @@ import { ApolloError } from "@apollo/client";
 import type { ObservableQuery, OperationVariables } from "@apollo/client";
 import { CHUNK, client, errorMessage } from "./api";
 import { ISSUES, VIEW_ISSUES } from "./queries";
-import type { Connection, Edge, Issue, IssueFilter, IssueOrder } from "./queries";
+import type { Connection, Edge, Issue } from "./queries";
+import { listSize, pageVariables, variablesOf } from "./source";
+import type { Source } from "./source";
 
-export const PAGE = 100;
 /** Pages per chunk (see the module comment). */
 const CHUNK_PAGES = 10;
-
-export type Source =
-  | { kind: "project"; projectId: string; orderBy: IssueOrder | null; filter: IssueFilter | null }
-  | { kind: "view"; projectId: string; viewId: string };
 
 interface Data {
   project: {
@@ -105,11 +102,7 @@ class RowWindow {
    * view nulled by VIEW_BUILDING say, is what is being replaced). */
   private open(end: End, cursor: string | null, fresh = false) {
     const index = this.chunks[end].length;
-    const variables: OperationVariables = {
-      ...this.variables,
-      ...(end === "head" ? { first: PAGE, after: cursor } : { last: PAGE, before: cursor }),
-      [CHUNK]: index,
-    };
+    const variables: OperationVariables = { ...pageVariables(this.variables, end, cursor), [CHUNK]: index };
     const query = client.watchQuery<Data>({
       query: this.isView ? VIEW_ISSUES : ISSUES,
       variables,
@@ -162,10 +155,8 @@ class RowWindow {
     const headLength = head.reduce((n, edges) => n + edges.length, 0);
     const tailLength = tail.reduce((n, edges) => n + edges.length, 0);
     const headHasMore = lastHead ? lastHead.pageInfo.hasNextPage : true;
-    // A head read to its end is the whole list, whatever a count said when it was read.
-    const total =
-      lastHead && !headHasMore ? headLength : (first?.totalCount ?? this.chunks.tail[0]?.connection?.totalCount ?? null);
-    const rowCount = total != null ? total : headLength + (headHasMore && lastHead ? PAGE : 0);
+    const count = first?.totalCount ?? this.chunks.tail[0]?.connection?.totalCount ?? null;
+    const { total, rowCount } = lastHead ? listSize(headLength, headHasMore, count) : { total: count, rowCount: count ?? 0 };
     const tailStart = total != null ? Math.max(0, total - tailLength) : Number.POSITIVE_INFINITY;
     const pick = (chunks: Edge[][], index: number): Issue | undefined => {
       let i = index;
@@ -270,12 +261,6 @@ class RowWindow {
   }
 }
 
-function variablesOf(source: Source): OperationVariables {
-  return source.kind === "view"
-    ? { id: source.projectId, view: source.viewId }
-    : { id: source.projectId, orderBy: source.orderBy, filter: source.filter };
-}
-
 /** Drops every list of a view from the cache: its order or filter changed, so its rows and
  * cursors belong to an index that is being replaced. */
 export function forgetViewRows(viewId: string): void {
@@ -287,10 +272,19 @@ export function forgetViewRows(viewId: string): void {
 let early: { key: string; window: RowWindow } | null = null;
 
 /** Starts reading `source`'s first page at once, before React renders the page: the request
- * then overlaps the first render instead of following it. */
-export function startReading(source: Source): void {
+ * then overlaps the first render instead of following it. Settles once the first page has
+ * answered (or failed). */
+export function startReading(source: Source): Promise<void> {
   const variables = variablesOf(source);
-  early = { key: JSON.stringify(variables), window: new RowWindow(variables, source.kind === "view") };
+  const started = new RowWindow(variables, source.kind === "view");
+  early = { key: JSON.stringify(variables), window: started };
+  return new Promise((resolve) => {
+    const stop = started.subscribe(() => {
+      if (started.rows().loading) return;
+      stop();
+      resolve();
+    });
+  });
 }
 
 /** The rows of `source`, re-rendered in a transition when a page arrives: React renders it in

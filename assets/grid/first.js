@@ -1,0 +1,171 @@
+/*! gridgate's grid page. Third-party licences: /assets/grid.licenses.txt */
+"use strict";(()=>{var d={GridProject:`query GridProject($id: ID!) {
+  project(id: $id) {
+    id
+    name
+    version
+    tenant {
+      id
+      name
+      __typename
+    }
+    customFields {
+      ...GridField
+      __typename
+    }
+    views {
+      ...GridView
+      __typename
+    }
+    __typename
+  }
+}
+
+fragment GridField on CustomField {
+  id
+  name
+  type
+  position
+  version
+  status
+  options {
+    id
+    label
+    color
+    position
+    __typename
+  }
+  __typename
+}
+
+fragment GridView on View {
+  id
+  name
+  position
+  version
+  status
+  progress {
+    scanned
+    total
+    __typename
+  }
+  orderBy {
+    field
+    customFieldId
+    direction
+    empty
+    __typename
+  }
+  filter
+  columns
+  __typename
+}`,GridIssues:`query GridIssues($id: ID!, $first: Int, $after: String, $last: Int, $before: String, $orderBy: IssueOrder, $filter: IssueFilter) {
+  project(id: $id) {
+    id
+    issues(
+      first: $first
+      after: $after
+      last: $last
+      before: $before
+      orderBy: $orderBy
+      filter: $filter
+    ) {
+      ...GridConnection
+      __typename
+    }
+    __typename
+  }
+}
+
+fragment GridConnection on IssueConnection {
+  totalCount
+  edges {
+    cursor
+    node {
+      ...GridIssue
+      __typename
+    }
+    __typename
+  }
+  pageInfo {
+    hasNextPage
+    hasPreviousPage
+    startCursor
+    endCursor
+    __typename
+  }
+  __typename
+}
+
+fragment GridIssue on Issue {
+  id
+  num
+  name
+  state
+  version
+  fieldValues {
+    value
+    field {
+      id
+      __typename
+    }
+    __typename
+  }
+  __typename
+}`,GridViewIssues:`query GridViewIssues($id: ID!, $view: ID!, $first: Int, $after: String, $last: Int, $before: String) {
+  project(id: $id) {
+    id
+    view(id: $view) {
+      id
+      status
+      progress {
+        scanned
+        total
+        __typename
+      }
+      issues(first: $first, after: $after, last: $last, before: $before) {
+        ...GridConnection
+        __typename
+      }
+      __typename
+    }
+    __typename
+  }
+}
+
+fragment GridConnection on IssueConnection {
+  totalCount
+  edges {
+    cursor
+    node {
+      ...GridIssue
+      __typename
+    }
+    __typename
+  }
+  pageInfo {
+    hasNextPage
+    hasPreviousPage
+    startCursor
+    endCursor
+    __typename
+  }
+  __typename
+}
+
+fragment GridIssue on Issue {
+  id
+  num
+  name
+  state
+  version
+  fieldValues {
+    value
+    field {
+      id
+      __typename
+    }
+    __typename
+  }
+  __typename
+}`};var k=[{key:"num",label:"Num",type:"NUM",field:null,ref:{field:"NUM"}},{key:"name",label:"Name",type:"NAME",field:null,ref:{field:"NAME"}},{key:"state",label:"State",type:"STATE",field:null,ref:{field:"STATE"}}];function T(e){return{key:e.id,label:e.name,type:e.type,field:e,ref:{field:"CUSTOM_FIELD",customFieldId:e.id}}}function $(e,n){let t=[...e].sort((r,s)=>r.position-s.position);if(n&&n.length>0){let r=new Map(e.map(i=>[i.id,i])),s=n.flatMap(i=>{let a=r.get(i);return a?[T(a)]:[]});return[...k,...s]}return[...k,...t.map(T)]}function v(e){return e.field==="CUSTOM_FIELD"?e.customFieldId??"":e.field.toLowerCase()}function O(e,n){switch(n.type){case"NUM":return String(e.num);case"NAME":return e.name;case"STATE":return e.state;default:return e.fieldValues.find(t=>t.field.id===n.key)?.value??null}}function L(e,n){let t=O(e,n);switch(n.type){case"CHECKBOX":return{kind:"checkbox",checked:t==="true"};case"SELECT":{if(t==null)return{kind:"empty"};let r=n.field?.options.find(s=>s.id===t);return{kind:"chip",label:r?.label??t,color:r?.color??null}}case"STATE":return{kind:"chip",label:x(e,n),color:t==="OPEN"?"green":"gray"};default:return{kind:"text",text:x(e,n)}}}var ne=["default","gray","brown","orange","yellow","green","blue","purple","pink","red"];function A(e){return e&&e.startsWith("#")?{className:"chip",background:e}:{className:`chip chip-${e&&ne.includes(e)?e:"default"}`,background:null}}function F(e,n){let t=n.findIndex(s=>v(s)===e.key);if(t<0)return{ariaSort:void 0,mark:null};let r=n[t].direction==="ASC";return{ariaSort:t===0?r?"ascending":"descending":void 0,mark:`${r?"▲":"▼"}${n.length>1?t+1:""}`}}function C(e,n){return e.map(t=>`${n.find(r=>r.key===v(t))?.label??"?"} ${t.direction==="ASC"?"ascending":"descending"}`).join(", then ")}var m=32,G=40,M=48,P=4;function j(e){switch(e.type){case"NUM":return 96;case"NAME":return 320;case"CHECKBOX":return 110;default:return 160}}function x(e,n){let t=O(e,n);return t==null?"":n.type==="SELECT"?n.field?.options.find(r=>r.id===t)?.label??t:n.type==="STATE"?t==="OPEN"?"Open":"Closed":t}function R(e){switch(e){case"NUM":return"number";case"NAME":case"TEXT":return"text";case"STATE":return"state";case"INT":return"integer";case"NUMBER":return"decimal";case"DATE":return"date";case"CHECKBOX":return"checkbox";case"SELECT":return"select"}}function g(){return window.__gridgate??={prefetched:[],painted:!1,started:!1},window.__gridgate}function te(e){return JSON.stringify(e,(n,t)=>t&&typeof t=="object"&&!Array.isArray(t)?Object.fromEntries(Object.entries(t).sort(([r],[s])=>r<s?-1:r>s?1:0)):t)}function w(e,n,t,r){let s={"Content-Type":"application/json",Accept:"application/json"};r&&(s.Authorization=`Bearer ${r}`);let i=fetch("/graphql",{method:"POST",headers:s,body:JSON.stringify({operationName:e,query:n,variables:t})}).then(a=>a.ok?a.json():null).then(a=>a&&a.data&&!a.errors?a:null).catch(()=>null);return g().prefetched.push({operationName:e,query:n,variables:te(t),result:i}),i}function D(e){return e.view?{kind:"view",projectId:e.projectId,viewId:e.view}:{kind:"project",projectId:e.projectId,orderBy:e.sort,filter:e.filter}}function U(e){return e.kind==="view"?{id:e.projectId,view:e.viewId}:{id:e.projectId,orderBy:e.orderBy,filter:e.filter}}function H(e,n,t){return{...e,...n==="head"?{first:100,after:t}:{last:100,before:t}}}function B(e,n,t){let r=n?t:e;return{total:r,rowCount:r??e+(n?100:0)}}function V(e,n,t){let r=t?" match":"";return e!=null?`${e.toLocaleString("en")} issue${e===1?"":"s"}${r}`:`at least ${n.toLocaleString("en")} issues${r}`}function W(e){return e?e.and?e.and.length:1:0}var re="gridgate.token";function q(){return sessionStorage.getItem(re)}function se(e){if(!e)return null;let n=e,t=n.startsWith("-")?"DESC":"ASC";n.startsWith("-")&&(n=n.slice(1));let r="LAST";return n.endsWith("~first")&&(r="FIRST",n=n.slice(0,-6)),["num","name","state"].includes(n)?{field:n.toUpperCase(),direction:t,empty:r}:n.length>0?{field:"CUSTOM_FIELD",customFieldId:n,direction:t,empty:r}:null}function X(e){let n=/^\/p\/([^/]+)\/?$/.exec(e.pathname);if(!n)return null;let t=null,r=e.searchParams.get("filter");if(r)try{t=JSON.parse(r)}catch{t=null}return{projectId:decodeURIComponent(n[1]),view:e.searchParams.get("view"),sort:se(e.searchParams.get("sort")),filter:t}}var ie=300,K=document.currentScript?.dataset.app??null,J=!1;function y(){if(J||!K)return;J=!0;let e=document.createElement("script");e.src=K,document.body.appendChild(e)}function o(e,n,...t){let r=document.createElement(e);for(let[s,i]of Object.entries(n))i==null||i===!1||(s==="className"?r.className=String(i):r.setAttribute(s,i===!0?"":String(i)));for(let s of t)s===null||s===!1||r.append(s);return r}function oe(e,n){let t=L(e,n);switch(t.kind){case"checkbox":return o("span",{className:"checkbox","aria-label":t.checked?"checked":"not checked"},t.checked?"☑":"☐");case"chip":{let{className:r,background:s}=A(t.color),i=o("span",{className:r},t.label);return s&&(i.style.background=s),i}case"text":return t.text;case"empty":return null}}function ae(e,n,t,r){let s=o("div",{className:"grid-row",role:"row","aria-rowindex":e+2,"aria-selected":"false","data-issue":n.id},o("div",{className:"grid-cell select",role:"gridcell","aria-colindex":1,"data-row":e,"data-col":0},o("span",{className:"checkbox"},"☐")),...t.map((i,a)=>o("div",{className:`grid-cell type-${i.type.toLowerCase()}`,role:"gridcell","aria-colindex":a+2,"aria-readonly":i.type==="NUM"?"true":null,"data-row":e,"data-col":a+1,"data-column":i.key},oe(n,i))));return s.style.transform=`translateY(${e*m}px)`,s.style.height=`${m}px`,z(s,r),s}function z(e,n){let t=e.children;for(let r=0;r<t.length&&r<n.length;r++)t[r].style.width=`${n[r]}px`}function le(e,n,t){let r=o("div",{className:"grid-row header",role:"row","aria-rowindex":1},o("div",{className:"grid-cell select",role:"columnheader","aria-colindex":1,"data-row":-1,"data-col":0},o("span",{className:"visually-hidden"},"Selected")),...e.map((s,i)=>{let{ariaSort:a,mark:l}=F(s,n);return o("div",{className:"grid-cell columnheader",role:"columnheader","aria-colindex":i+2,"aria-sort":a,"data-row":-1,"data-col":i+1,"data-column":s.key},o("button",{type:"button",className:"sort",title:"Click to sort; Shift-click to add a sort key"},o("span",{className:"label"},s.label),o("span",{className:"type"},R(s.type)),l?o("span",{className:"sorted","aria-hidden":"true"},l):null,s.field?.status==="REINDEXING"?o("span",{className:"muted"}," reindexing…"):null),o("span",{className:"menu "},o("button",{type:"button","aria-label":`Column menu: ${s.label}`,"aria-haspopup":"menu","aria-expanded":"false"},"⋯")),o("span",{className:"resizer","aria-hidden":"true"}))}),o("div",{className:"grid-cell add-column",role:"columnheader","aria-colindex":e.length+2},o("button",{type:"button","aria-label":"Add a column"},"+")));return z(r,t),r}function ue(e,n,t,r){let s=[...e.views].sort((i,a)=>i.position-a.position);return o("nav",{className:"tabs","aria-label":"Views"},o("div",{role:"tablist","aria-label":"Views"},o("button",{type:"button",role:"tab","aria-selected":String(n===null)},"All issues"),...s.map(i=>o("span",{className:"tab"},o("button",{type:"button",role:"tab","aria-selected":String(n===i.id),"data-view":i.id,title:`Sorted by ${C(i.orderBy,r)||"num"}${i.filter?", filtered":""}`},o("span",{className:"name"},i.name),n===i.id&&t!=null?o("span",{className:"tab-count"},` ${t.toLocaleString("en")}`):null,i.status==="BUILDING"?o("span",{className:"progress"},` building ${i.progress?`${i.progress.scanned}/${i.progress.total}`:"…"}`):null),o("span",{className:"menu "},o("button",{type:"button","aria-label":`View menu: ${i.name}`,"aria-haspopup":"menu","aria-expanded":"false"},"⋯"))))),o("button",{type:"button",className:"new-view"},"+ Save as view"))}function de(e,n,t){let r=document.getElementById("root");if(!r||r.childElementCount>0)return;let s=e.view?n.views.find(p=>p.id===e.view)??null:null,i=$(n.customFields,s?.columns??null),a=s?s.orderBy:e.sort?[e.sort]:[],l=s?s.filter:e.filter,c=t.edges,{total:u,rowCount:Y}=B(c.length,t.pageInfo.hasNextPage,t.totalCount??null),b=[G,...i.map(j)],_=b.reduce((p,I)=>p+I,0)+M,N=W(l),f=o("div",{className:"grid-body",role:"rowgroup"});f.style.height=`${Y*m}px`,f.style.width=`${_}px`;let S=o("div",{className:"grid-header",role:"rowgroup"},le(i,a,b));S.style.width=`${_}px`;let E=o("div",{className:"grid-scroller",role:"grid","aria-label":`${n.name}: ${s?s.name:"all issues"}`,"aria-rowcount":u!=null?u+1:-1,"aria-colcount":i.length+2,"aria-multiselectable":"true"},S,f),Q=o("div",{className:"grid-page","data-first-paint":!0},o("header",{className:"toolbar"},o("a",{href:"/",className:"home"},"gridgate"),o("h1",{},n.name),o("span",{className:"count",role:"status","aria-live":"polite","data-total":u??""},V(u,c.length,l!=null)),o("span",{className:"spacer"}),o("button",{type:"button","aria-expanded":"false"},`Filter${N>0?` (${N})`:""}`),o("button",{type:"button"},"+ Issue"),o("button",{type:"button",disabled:!0},"Delete"),o("button",{type:"button"},"Jump to end"),o("button",{type:"button"},"Download CSV")),ue(n,e.view,u,i),s?o("p",{className:"view-summary"},`Sorted by ${C(s.orderBy,i)||"num"}${s.filter?", filtered":""}.`):null,o("div",{className:"grid-frame"},E));r.append(Q);let Z=Math.ceil(E.clientHeight/m)+P;c.slice(0,Z).forEach((p,I)=>f.append(ae(I,p.node,i,b))),g().painted=!0}var h=X(new URL(window.location.href));if(!h)y();else{let e=D(h),n=q(),t=e.kind==="view"?"GridViewIssues":"GridIssues",r=Promise.all([w("GridProject",d.GridProject,{id:h.projectId},n),w(t,d[t],H(U(e),"head",null),n)]),s=setTimeout(y,ie);r.then(([i,a])=>{clearTimeout(s);let l=i?.data.project??null,c=a?.data.project??null,u=e.kind==="view"?c?.view?.status==="READY"?c.view.issues:null:c?.issues;l&&u&&!g().started&&de(h,l,u),requestAnimationFrame(()=>setTimeout(y,0)),setTimeout(y,50)})}})();
