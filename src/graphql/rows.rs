@@ -453,6 +453,7 @@ impl<O: Objects> OutputType for Fields<O> {
 enum CellPart {
     Typename,
     Value,
+    FieldId,
     Field(Plan<FieldPart>),
     Option(Plan<OptionPart>),
 }
@@ -462,6 +463,7 @@ fn cell_plan<O: Objects>(fragments: &Fragments, set: &SelectionSet) -> Compiled<
         match field.name.node.as_str() {
             "__typename" => Ok(CellPart::Typename),
             "value" => Ok(CellPart::Value),
+            "fieldId" => Ok(CellPart::FieldId),
             "field" => field_plan::<O>(fragments, &field.selection_set.node).map(CellPart::Field),
             "option" => {
                 option_plan::<O>(fragments, &field.selection_set.node).map(CellPart::Option)
@@ -487,6 +489,7 @@ fn write_cells<O: Objects>(
             match part {
                 CellPart::Typename => out.string(&O::Cell::type_name()),
                 CellPart::Value => out.string(&model::canonical_text(field.field_type, raw)),
+                CellPart::FieldId => out.string(field.id.as_str()),
                 CellPart::Field(plan) => {
                     let slot = index * project.fields.len() + at;
                     fields.write(out, slot, |out| write_field::<O>(out, plan, field));

@@ -505,6 +505,13 @@ impl CustomFieldValue {
         &self.field
     }
 
+    /// The id of the custom field this cell belongs to: `field { id }` as a plain value, for
+    /// clients that keep cells flat (a grid's normalised cache writes and reads a page's 800
+    /// cells on every page, and a nested object per cell doubles that work).
+    async fn field_id(&self) -> ID {
+        ID(self.field.get().id.as_str().to_owned())
+    }
+
     /// A SELECT cell's option (its `value` is the option's id); null for other types, and for
     /// the cells of a removed option until the background sweep clears them.
     async fn option(&self) -> Option<SelectOption> {

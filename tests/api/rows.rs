@@ -68,7 +68,7 @@ const GRID: &str = r#"query Grid($p: ID!, $order: IssueOrder) {
     customFields { % id name type position status options { % id label color position } }
     issues(first: 25, orderBy: $order) {
       edges { % cursor node { % id num name state version
-        fieldValues { % field { % id } value option { % id label color position } } } }
+        fieldValues { % field { % id } fieldId value option { % id label color position } } } }
       pageInfo { hasNextPage endCursor }
     }
   }

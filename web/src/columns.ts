@@ -59,7 +59,7 @@ export function rawValue(issue: Issue, column: Column): string | null {
     case "STATE":
       return issue.state;
     default:
-      return issue.fieldValues.find((v) => v.field.id === column.key)?.value ?? null;
+      return issue.fieldValues.find((v) => v.fieldId === column.key)?.value ?? null;
   }
 }
 

@@ -17,19 +17,19 @@ function edited(issue: Issue, column: Column, value: string | null, columns: Col
   const next = { ...issue, version: issue.version + 1 };
   if (column.type === "NAME") return { ...next, name: value ?? issue.name };
   if (column.type === "STATE") return { ...next, state: (value ?? issue.state) as Issue["state"] };
-  const kept = issue.fieldValues.filter((v) => v.field.id !== column.key);
+  const kept = issue.fieldValues.filter((v) => v.fieldId !== column.key);
   if (value != null) {
     kept.push({
       __typename: "CustomFieldValue",
       value,
-      field: { __typename: "CustomField", id: column.key },
+      fieldId: column.key,
     } as Issue["fieldValues"][number]);
   }
   const place = (id: string) => {
     const i = columns.findIndex((c) => c.key === id);
     return i < 0 ? Number.MAX_SAFE_INTEGER : i;
   };
-  kept.sort((a, b) => place(a.field.id) - place(b.field.id));
+  kept.sort((a, b) => place(a.fieldId) - place(b.fieldId));
   return { ...next, fieldValues: kept };
 }
 

@@ -69,7 +69,7 @@ export interface View {
 /** A cell: a SELECT cell's value is its option's id. */
 export interface CellValue {
   value: string;
-  field: { id: string };
+  fieldId: string;
 }
 
 export interface Issue {
@@ -156,9 +156,7 @@ export const ISSUE = gql`
     version
     fieldValues {
       value
-      field {
-        id
-      }
+      fieldId
     }
   }
 `;
