@@ -7,9 +7,14 @@
 //!   `aria-rowindex`, in the API's order, for three sorts and a filter, reading each page once;
 //! - a cell of every type edited by keyboard persists (the page reloaded and the API agree),
 //!   and an invalid value shows the server's message and is rolled back;
-//! - two users editing one cell: the second sees the conflict dialog and overwrites;
-//! - a view's tab shows its order and count, and a Shift-click multi-sort saves a view;
-//! - the CSV export's rows are the API's pages for the same sort and filter.
+//! - two users editing one cell: the second sees the conflict dialog and overwrites, or
+//!   keeps theirs;
+//! - a view's tab shows its order and count, and a Shift-click multi-sort saves a view; a
+//!   view is renamed and deleted from its tab's menu;
+//! - the CSV export's rows are the API's pages for the same sort and filter;
+//! - a filter built in the filter bar (an OR group included) is the API's filter;
+//! - a new issue added at the end of a long list is its last row, with no page read again;
+//! - under `--auth jwt`, a token refused after signing in brings the sign-in dialog back.
 //!
 //! Any Content-Security-Policy violation, console error, page error or request that leaves
 //! the machine fails the test. Needs Chromium, Node.js and npm: see `tests/support/browser.rs`.
@@ -791,8 +796,8 @@ async fn grid_signs_in_under_jwt(backend: Backend) {
     assert_eq!(result["stored"], json!(true));
 }
 
-/// A filter built in the filter bar (two conditions and an OR group) is the API's filter: the
-/// page shows the API's rows for it, counts them, and reads it back from the address.
+/// A filter built in the filter bar (two conditions) is the API's filter: the page shows the
+/// API's rows for it, counts them, and reads it back from the address.
 async fn grid_filter_bar_builds_the_api_filter(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let (project, fields) = big_project(&app).await;
@@ -923,6 +928,335 @@ async fn grid_first_paint_is_the_pages_own_render(backend: Backend) {
     }
 }
 
+/// The rows a scenario reports (each with `num` and `name`), as (num, name).
+fn shown_rows(rows: &Value) -> Vec<(i64, String)> {
+    rows.as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| {
+            (
+                r["num"].as_i64().expect("num"),
+                r["name"].as_str().expect("name").to_string(),
+            )
+        })
+        .collect()
+}
+
+/// A filter of an OR group and a second condition, built in the filter bar, is the API's
+/// filter: the address holds it, the bar reads it back, and the grid shows the API's rows for
+/// it (every one, scrolled to the end) and its count.
+async fn grid_filter_bar_builds_an_or_group(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let (project, fields) = synthetic_project(&app, 300).await;
+    let int = fields["INT"].as_str().expect("an INT field");
+    let checkbox = fields["CHECKBOX"].as_str().expect("a CHECKBOX field");
+    let result = run(
+        &app,
+        "filterGroups",
+        json!({
+            "path": format!("/p/{project}?sort=name"),
+            "clauses": [
+                {"or": [
+                    {"column": "state", "op": "eq", "value": "CLOSED"},
+                    {"column": int, "op": "gte", "value": "5"},
+                ]},
+                {"column": checkbox, "op": "checked"},
+            ],
+        }),
+    )
+    .await;
+    let expected_filter = json!({"and": [
+        {"or": [
+            {"column": {"field": "STATE"}, "eq": "CLOSED"},
+            {"column": {"field": "CUSTOM_FIELD", "customFieldId": int}, "gte": "5"},
+        ]},
+        {"column": {"field": "CUSTOM_FIELD", "customFieldId": checkbox}, "eq": "true"},
+    ]});
+    assert_eq!(
+        result["filter"], expected_filter,
+        "the filter in the address"
+    );
+    let order = json!({"field": "NAME", "direction": "ASC"});
+    let expected = api_rows(&app, &project, order.clone(), expected_filter.clone()).await;
+    // The counters cannot count an OR of a custom field; a page holding the whole list can.
+    let total = app
+        .data(
+            "query($p: ID!, $o: IssueOrder, $f: IssueFilter) {
+                project(id: $p) { issues(first: 100, orderBy: $o, filter: $f) { totalCount } } }",
+            json!({"p": project, "o": order, "f": expected_filter}),
+        )
+        .await["project"]["issues"]["totalCount"]
+        .as_i64()
+        .expect("the list fits one page, so the API counts it");
+    assert_eq!(total, expected.len() as i64);
+    assert!(
+        expected.len() > 30,
+        "more rows than a screen: {}",
+        expected.len()
+    );
+    let count = format!("{total} issues match");
+    assert_eq!(result["initial"]["count"], count.as_str());
+    assert_eq!(result["initial"]["total"], total.to_string());
+    assert_eq!(result["initial"]["rowCount"], json!(total + 1));
+    assert_eq!(result["duplicates"], json!([]));
+    same_list(
+        "filterGroups",
+        "rows",
+        &shown_rows(&result["rows"]),
+        &expected,
+    );
+    let indexes: Vec<i64> = result["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| r["index"].as_i64().expect("aria-rowindex"))
+        .collect();
+    same_list(
+        "filterGroups",
+        "aria-rowindex",
+        &indexes,
+        &(2..2 + total).collect::<Vec<_>>(),
+    );
+    assert_eq!(result["count"], count.as_str(), "the count at the end");
+    assert_eq!(result["rowCount"], json!(total + 1));
+    assert_eq!(
+        result["readBack"],
+        json!([
+            {"or": [["state", "eq", "CLOSED"], [int, "gte", "5"]]},
+            [checkbox, "checked"],
+        ]),
+        "the bar reads the filter back from the address"
+    );
+}
+
+/// Two users edit one cell; the second keeps the first's value at the conflict dialog: the
+/// page shows it, sends nothing more, and the API holds it.
+async fn grid_conflict_keeps_theirs(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let (project, fields) = typed_project(&app).await;
+    let text = fields["TEXT"].as_str().expect("a TEXT field");
+    let result = run(
+        &app,
+        "conflictTheirs",
+        json!({"path": format!("/p/{project}"), "column": text, "first": "from the first", "second": "from the second"}),
+    )
+    .await;
+    let dialog = result["dialog"].as_str().expect("the dialog's text");
+    assert!(
+        dialog.contains("from the first") && dialog.contains("from the second"),
+        "the dialog shows both values: {dialog}"
+    );
+    assert_eq!(result["shown"], "from the first", "the page shows theirs");
+    assert_eq!(result["banners"], json!(0), "and no error");
+    assert_eq!(
+        result["sent"]["GridSetCell"],
+        json!(1),
+        "the refused write only: nothing overwrites theirs"
+    );
+    assert_eq!(result["afterReload"], "from the first");
+    let issue = first_issue(&app, &project).await;
+    assert_eq!(issue["fieldValues"][0]["value"], "from the first");
+    assert_eq!(issue["version"], json!(2), "one write: the first user's");
+}
+
+/// At the end of a list sorted by num, a new issue is the last row: its index follows every
+/// other row's, the grid grows by one row, and no page is read again.
+async fn grid_adds_an_issue_at_the_end(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let issues = 300;
+    let (project, _) = synthetic_project(&app, issues).await;
+    let result = run(
+        &app,
+        "addAtEnd",
+        json!({"path": format!("/p/{project}?sort=num"), "issueName": "Newest issue"}),
+    )
+    .await;
+    let before = &result["before"];
+    let after = &result["after"];
+    let total = i64::from(issues);
+    assert_eq!(before["rowCount"], json!(total + 1));
+    assert_eq!(before["count"], "300 issues");
+    let last_before = before["rows"]
+        .as_array()
+        .and_then(|r| r.last())
+        .expect("rows at the end");
+    assert_eq!(
+        last_before["index"],
+        json!(total + 1),
+        "the jump shows the end"
+    );
+    assert_eq!(last_before["num"], json!(total));
+    assert_eq!(
+        before["reads"],
+        json!({"GridProject": 1, "GridIssues": 1, "GridIssues:last": 1}),
+        "the first page, then the end read backward"
+    );
+    assert_eq!(result["addedAt"], json!(total + 2), "the new issue is last");
+    assert_eq!(result["addedNum"], json!(total + 1));
+    assert_eq!(
+        after["rowCount"],
+        json!(total + 2),
+        "aria-rowcount grows by one"
+    );
+    assert_eq!(after["count"], "301 issues");
+    let shown = after["rows"].as_array().expect("rows");
+    let (second_last, last) = (&shown[shown.len() - 2], &shown[shown.len() - 1]);
+    assert_eq!(
+        (&second_last["index"], &second_last["num"]),
+        (&json!(total + 1), &json!(total)),
+        "the row before it is the old last row"
+    );
+    assert_eq!(
+        (&last["index"], &last["name"]),
+        (&json!(total + 2), &json!("Newest issue"))
+    );
+    assert_eq!(after["reads"]["GridIssues"], json!(1), "no page read again");
+    assert_eq!(after["reads"]["GridIssues:last"], json!(1));
+    let expected = api_rows(
+        &app,
+        &project,
+        json!({"field": "NUM", "direction": "ASC"}),
+        Value::Null,
+    )
+    .await;
+    assert_eq!(
+        expected.last(),
+        Some(&(total + 1, "Newest issue".to_string()))
+    );
+}
+
+/// A view is renamed and deleted through its tab's menu: the tab and the API follow, and the
+/// page leaves the deleted view's address.
+async fn grid_renames_and_deletes_views_from_tabs(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let (project, _) = synthetic_project(&app, 300).await;
+    let mut ids = Vec::new();
+    for name in ["By name", "By state"] {
+        let field = if name == "By name" { "NAME" } else { "STATE" };
+        ids.push(
+            app.data(
+                "mutation($i: CreateViewInput!) { createView(input: $i) { view { id } } }",
+                json!({"i": {"projectId": project, "name": name, "orderBy": [
+                    {"field": field, "direction": "ASC"}]}}),
+            )
+            .await["createView"]["view"]["id"]
+                .as_str()
+                .expect("view")
+                .to_string(),
+        );
+    }
+    app.sweeps_idle().await;
+    let views = || async {
+        app.data(
+            "query($p: ID!) { project(id: $p) { views { id name } } }",
+            json!({"p": project}),
+        )
+        .await["project"]["views"]
+            .clone()
+    };
+    let result = run(
+        &app,
+        "viewTabs",
+        json!({
+            "path": format!("/p/{project}?view={}", ids[1]),
+            "rename": "By state",
+            "renamed": "State first",
+            "remove": "State first",
+        }),
+    )
+    .await;
+    assert_eq!(result["opened"]["names"], json!(["By name", "By state"]));
+    assert_eq!(result["opened"]["selected"], "By state");
+    let renamed = &result["renamed"];
+    assert_eq!(renamed["names"], json!(["By name", "State first"]));
+    assert_eq!(
+        renamed["selected"], "State first",
+        "the tab shown keeps its place"
+    );
+    assert!(
+        renamed["url"]
+            .as_str()
+            .unwrap_or_default()
+            .ends_with(&format!("?view={}", ids[1])),
+        "{}",
+        renamed["url"]
+    );
+    let deleted = &result["deleted"];
+    assert_eq!(deleted["removed"], ids[1].as_str());
+    assert_eq!(deleted["names"], json!(["By name"]), "the tab is gone");
+    assert_eq!(deleted["selected"], "All issues");
+    assert_eq!(
+        deleted["url"],
+        app.url(&format!("/p/{project}")).as_str(),
+        "the address has no view"
+    );
+    assert_eq!(deleted["count"], "300 issues");
+    assert_eq!(
+        views().await,
+        json!([{"id": ids[0], "name": "By name"}]),
+        "the API lists the view kept only"
+    );
+}
+
+/// Under `--auth jwt`, a token refused after signing in (a sort, then a reload, sent with it)
+/// brings the sign-in dialog back, saying so; signing in again shows the rows.
+async fn grid_signs_in_again_after_a_refused_token(backend: Backend) {
+    let app = TestApp::spawn_with_settings(backend, crate::auth::settings()).await;
+    app.seed_demo().await;
+    let token = crate::auth::token("tenant-0807", "grid:read grid:write");
+    // Well formed, but signed with another secret.
+    let refused = gridgate::auth::mint_hs256(
+        "another-secret-another-secret-another!",
+        "tester",
+        "tenant-0807",
+        "grid:read grid:write",
+        std::time::Duration::from_secs(600),
+        None,
+        None,
+    )
+    .expect("token");
+    let result = run_allowing(
+        &app,
+        "signinAgain",
+        json!({"path": "/p/project-35e9", "token": token, "badToken": refused, "sortColumn": "name"}),
+        &["status of 401"],
+    )
+    .await;
+    let names = |step: &str| -> Vec<String> {
+        result[step]["rows"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .map(|r| r["name"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    let by_num = ["Needs Painting", "Check for rust", "Girder needs replacing"];
+    let by_name = ["Check for rust", "Girder needs replacing", "Needs Painting"];
+    assert_eq!(names("first"), by_num);
+    let first = result["first"]["text"].as_str().unwrap_or_default();
+    assert!(
+        first.contains("needs a bearer token") && !first.contains("refused"),
+        "no token was given yet: {first}"
+    );
+    for step in ["afterAction", "afterReload"] {
+        let text = result[step]["text"].as_str().unwrap_or_default();
+        assert!(
+            text.contains("the one given was refused"),
+            "{step}: the dialog says the token was refused: {text}"
+        );
+        assert_eq!(names(step), by_name, "{step}: the rows, sorted by name");
+        assert!(
+            result[step]["url"]
+                .as_str()
+                .unwrap_or_default()
+                .ends_with("?sort=name"),
+            "{step}: {}",
+            result[step]["url"]
+        );
+    }
+    assert_eq!(result["stored"], json!(true), "the good token is kept");
+}
+
 crate::both_stores!(
     grid_first_paint_is_the_pages_own_render,
     grid_filter_bar_builds_the_api_filter,
@@ -931,4 +1265,9 @@ crate::both_stores!(
     grid_scrolls_every_row_once,
     grid_edits_each_type_and_resolves_conflicts,
     grid_views_and_export,
+    grid_filter_bar_builds_an_or_group,
+    grid_conflict_keeps_theirs,
+    grid_adds_an_issue_at_the_end,
+    grid_renames_and_deletes_views_from_tabs,
+    grid_signs_in_again_after_a_refused_token,
 );

@@ -28,6 +28,16 @@
 //            renames, moves and deletes a column.
 //   signin   { path, token }: answers the sign-in dialog of `--auth jwt`.
 //   filter   { path, conditions: [{column, op, value}] }: builds a filter in the bar.
+//   filterGroups { path, clauses: [{column, op, value?} | {or: [{column, op, value?}…]}] }:
+//            builds a filter of conditions and OR groups in the bar, reads every row it
+//            shows, its count and the bar read back from the address.
+//   conflictTheirs { path, column, first, second }: as conflict, but the second user answers
+//            "Keep theirs".
+//   addAtEnd { path, issueName }: jumps to the end of the list and adds an issue there.
+//   viewTabs { path, rename, renamed, remove }: renames a view and deletes one from their
+//            tabs' menus.
+//   signinAgain { path, token, badToken, sortColumn }: signs in, then with a refused token
+//            in storage sorts (an action) and reloads, signing in again each time.
 //
 // It prints one JSON object: { "result": …, "consoleErrors", "pageErrors", "violations",
 // "blocked", "failure" }. Every wait is on a condition, bounded by the step time limit.
@@ -439,9 +449,14 @@ async function scenarioEdit() {
   return { beforeReload, afterReload, messages, readsBefore, readsAfter };
 }
 
-async function scenarioConflict() {
+/** Two users (two browser contexts) edit the same cell of the first row: the first writes
+ * `spec.first`, then the second, still holding the old version, writes `spec.second` and meets
+ * the conflict dialog. Returns the second page, its dialog and what it says; `operations`
+ * counts the second page's requests. */
+async function meetConflict() {
   const first = await newPage(await newContext());
   const second = await newPage(await newContext());
+  const operations = countOperations(second);
   await openGrid(first, spec.path);
   await openGrid(second, spec.path);
   await editCell(first, 1, { column: spec.column, kind: 'text', value: spec.first });
@@ -455,6 +470,11 @@ async function scenarioConflict() {
   const dialog = second.getByRole('dialog', { name: 'Someone else changed this issue' });
   await dialog.waitFor();
   const text = (await dialog.textContent()) ?? '';
+  return { second, dialog, text, operations };
+}
+
+async function scenarioConflict() {
+  const { second, dialog, text } = await meetConflict();
   const done = mutationDone(second);
   await dialog.getByRole('button', { name: 'Overwrite with mine' }).click();
   await done;
@@ -604,8 +624,19 @@ async function scenarioManage() {
   return out;
 }
 
-/** Builds a filter in the filter bar (conditions and an OR group), applies it, and reads the
- * rows, the count and the bar read back from the address. */
+/** Sets one condition row of the filter bar (`row` holds its Column, Operator and Value
+ * controls): its column, its operator and, when the operator takes one, its value. */
+async function fillCondition(row, condition) {
+  await row.getByLabel('Column').selectOption(condition.column);
+  await row.getByLabel('Operator').selectOption(condition.op);
+  if (condition.value === undefined) return;
+  const value = row.getByLabel('Value');
+  if ((await value.evaluate((e) => e.tagName)) === 'SELECT') await value.selectOption(condition.value);
+  else await value.fill(condition.value);
+}
+
+/** Builds a filter of conditions in the filter bar, applies it, and reads the rows, the
+ * count and the bar read back from the address. */
 async function scenarioFilter() {
   const page = await newPage(await newContext());
   await openGrid(page, spec.path);
@@ -613,12 +644,7 @@ async function scenarioFilter() {
   const bar = page.getByRole('region', { name: 'Filter' });
   for (const [i, condition] of spec.conditions.entries()) {
     await bar.getByRole('button', { name: '+ Condition' }).click();
-    const row = bar.locator('.clause').nth(i);
-    await row.getByLabel('Column').selectOption(condition.column);
-    await row.getByLabel('Operator').selectOption(condition.op);
-    const value = row.getByLabel('Value');
-    if ((await value.evaluate((e) => e.tagName)) === 'SELECT') await value.selectOption(condition.value);
-    else await value.fill(condition.value);
+    await fillCondition(bar.locator('.clause').nth(i), condition);
   }
   await bar.getByRole('button', { name: 'Apply filter' }).click();
   await page.waitForURL(/filter=/);
@@ -653,6 +679,177 @@ async function scenarioSignIn() {
   return { rows, tenants, stored };
 }
 
+/** Builds a filter of conditions and OR groups in the filter bar and applies it; reads the
+ * filter from the address, the count, every row the grid shows (scrolled to its end) and the
+ * bar's clauses read back from the address after a reload. */
+async function scenarioFilterGroups() {
+  const page = await newPage(await newContext());
+  await openGrid(page, spec.path);
+  await page.getByRole('button', { name: /^Filter/ }).click();
+  const bar = page.getByRole('region', { name: 'Filter' });
+  for (const [i, clause] of spec.clauses.entries()) {
+    if (!clause.or) {
+      await bar.getByRole('button', { name: '+ Condition' }).click();
+      await fillCondition(bar.locator('.clause').nth(i), clause);
+      continue;
+    }
+    await bar.getByRole('button', { name: '+ OR group' }).click();
+    const group = bar.locator('.clause').nth(i).getByRole('group', { name: 'Any of' });
+    // A new group holds two conditions; "+ or" adds each further one.
+    for (let j = 2; j < clause.or.length; j++) await group.getByRole('button', { name: '+ or' }).click();
+    for (const [j, condition] of clause.or.entries()) await fillCondition(group.locator('.or-row').nth(j), condition);
+  }
+  await bar.getByRole('button', { name: 'Apply filter' }).click();
+  await page.waitForURL(/filter=/);
+  // The count is blank while the filtered list's first page is read.
+  await page.waitForFunction(() => document.querySelector('.count')?.textContent?.includes('match'));
+  await settled(page);
+  const filter = JSON.parse(new URL(page.url()).searchParams.get('filter') ?? 'null');
+  const count = page.locator('.count');
+  const initial = {
+    count: await count.textContent(),
+    total: await count.getAttribute('data-total'),
+    rowCount: Number(await page.getAttribute('[role="grid"]', 'aria-rowcount')),
+  };
+  const scrolled = await scrollAll(page);
+  await page.reload();
+  await page.waitForSelector(GRID);
+  await page.getByRole('button', { name: /^Filter/ }).click();
+  await page.locator('.filter-bar .condition').first().waitFor();
+  const readBack = await page.$$eval('.filter-bar .clause', (clauses) =>
+    clauses.map((clause) => {
+      const values = (condition) => [...condition.querySelectorAll('select, input')].map((e) => e.value);
+      const group = clause.querySelector('.or-group');
+      return group ? { or: [...group.querySelectorAll('.condition')].map(values) } : values(clause.querySelector('.condition'));
+    }),
+  );
+  report.violations.push(...(await page.evaluate(() => window.__violations)));
+  return { filter, initial, rows: scrolled.rows, duplicates: scrolled.duplicates, count: scrolled.count, rowCount: scrolled.rowCount, readBack };
+}
+
+/** Two users edit one cell; the second answers the conflict dialog with "Keep theirs". What
+ * the second page shows then and after a reload, and the requests it sent. */
+async function scenarioConflictTheirs() {
+  const { second, dialog, text, operations } = await meetConflict();
+  await dialog.getByRole('button', { name: 'Keep theirs' }).click();
+  await dialog.waitFor({ state: 'detached' });
+  // The page read the issue as the first user left it when it met the conflict.
+  await second.waitForFunction(
+    ([selector, value]) => document.querySelector(selector)?.textContent === value,
+    [`${ROWS}[aria-rowindex="2"] [data-column="${spec.column}"]`, spec.first],
+  );
+  const shown = await cell(second, 1, spec.column).textContent();
+  const banners = await second.locator('.banner[role="alert"]').count();
+  const sent = { ...operations };
+  await second.reload();
+  await second.waitForSelector(GRID);
+  await settled(second);
+  const afterReload = await cell(second, 1, spec.column).textContent();
+  report.violations.push(...(await second.evaluate(() => window.__violations)));
+  return { dialog: text, shown, banners, sent, afterReload };
+}
+
+/** Jumps to the end of the list and adds an issue, which the order puts last: where it shows,
+ * the grid's size and count before and after, and the pages read by then. */
+async function scenarioAddAtEnd() {
+  const page = await newPage(await newContext());
+  const operations = countOperations(page);
+  await openGrid(page, spec.path);
+  const grid = page.locator(GRID);
+  const state = async () => {
+    const rows = (await visibleRows(page)).sort((a, b) => a.index - b.index);
+    return {
+      rowCount: Number(await grid.getAttribute('aria-rowcount')),
+      count: await page.locator('.count').textContent(),
+      rows,
+      reads: { ...operations },
+    };
+  };
+  const rowCount = Number(await grid.getAttribute('aria-rowcount'));
+  await page.getByRole('button', { name: 'Jump to end' }).click();
+  // The last row is on screen with its data (read backward from the end).
+  await page.waitForSelector(`${GRID} [role="row"][aria-rowindex="${rowCount}"]:not([aria-busy])`);
+  await rendered(page);
+  await settled(page);
+  const before = await state();
+  await page.getByRole('button', { name: '+ Issue' }).click();
+  await answer(page, 'Add issue', spec.issueName);
+  const added = page.locator(`${ROWS}[data-issue]`, { has: page.locator('[data-column="name"]', { hasText: spec.issueName }) });
+  await added.waitFor();
+  await settled(page);
+  const addedAt = Number(await added.getAttribute('aria-rowindex'));
+  const addedNum = Number(await added.locator('[data-column="num"]').textContent());
+  const after = await state();
+  report.violations.push(...(await page.evaluate(() => window.__violations)));
+  return { before, after, addedAt, addedNum };
+}
+
+/** Renames a view (`rename` to `renamed`) and deletes one (`remove`) through their tabs'
+ * menus: the tabs, the selected tab and the address after each. */
+async function scenarioViewTabs() {
+  const page = await newPage(await newContext());
+  await openGrid(page, spec.path);
+  const tabs = async () => ({
+    names: await page.$$eval('[role="tab"] .name', (names) => names.map((n) => n.textContent)),
+    // "All issues" has no name part; a view's tab also shows its count.
+    selected: (await page.locator('[role="tab"][aria-selected="true"]').evaluate((t) => t.querySelector('.name')?.textContent ?? t.textContent)) ?? '',
+    url: page.url(),
+  });
+  const viewTab = (name) => page.locator('[role="tab"][data-view]', { has: page.locator('.name', { hasText: new RegExp(`^${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) }) });
+  const opened = await tabs();
+  const menu = async (name, item) => {
+    await page.getByRole('button', { name: `View menu: ${name}`, exact: true }).click();
+    await page.getByRole('menuitem', { name: item }).click();
+  };
+
+  await menu(spec.rename, 'Rename…');
+  await answer(page, 'Save', spec.renamed);
+  await viewTab(spec.renamed).waitFor();
+  await viewTab(spec.rename).waitFor({ state: 'detached' });
+  const renamed = await tabs();
+
+  const removed = await viewTab(spec.remove).getAttribute('data-view');
+  await menu(spec.remove, 'Delete view…');
+  await answer(page, 'Delete view');
+  await page.locator(`[role="tab"][data-view="${removed}"]`).waitFor({ state: 'detached' });
+  await page.waitForURL((url) => !url.searchParams.has('view'));
+  await page.waitForSelector(`${GRID} [role="row"][aria-rowindex="2"]:not([aria-busy])`);
+  await settled(page);
+  const deleted = { ...(await tabs()), removed, count: await page.locator('.count').textContent() };
+  report.violations.push(...(await page.evaluate(() => window.__violations)));
+  return { opened, renamed, deleted };
+}
+
+/** Under `--auth jwt`: signs in, then puts a token the server refuses in the tab's storage
+ * and sorts by `sortColumn` (an action), then does so again and reloads; each time the
+ * sign-in dialog must come back, and signing in with `token` shows the rows. */
+async function scenarioSignInAgain() {
+  const page = await newPage(await newContext());
+  const signIn = async () => {
+    const dialog = page.getByRole('dialog', { name: 'Sign in' });
+    await dialog.waitFor();
+    const text = (await dialog.textContent()) ?? '';
+    await dialog.getByRole('textbox').fill(spec.token);
+    await dialog.getByRole('button', { name: 'Sign in' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    await page.waitForSelector(`${GRID} [role="row"][aria-rowindex="2"]:not([aria-busy])`);
+    await settled(page);
+    return { text, rows: await visibleRows(page), url: page.url() };
+  };
+  const refuse = () => page.evaluate((bad) => sessionStorage.setItem('gridgate.token', bad), spec.badToken);
+  await page.goto(spec.path);
+  const first = await signIn();
+  await refuse();
+  await page.locator(`[role="columnheader"][data-column="${spec.sortColumn}"] button.sort`).click();
+  const afterAction = await signIn();
+  await refuse();
+  await page.reload();
+  const afterReload = await signIn();
+  const stored = await page.evaluate(() => sessionStorage.getItem('gridgate.token'));
+  report.violations.push(...(await page.evaluate(() => window.__violations)));
+  return { first, afterAction, afterReload, stored: stored === spec.token };
+}
+
 async function scenarioExport() {
   const page = await newPage(await newContext());
   await openGrid(page, spec.path);
@@ -676,6 +873,11 @@ const scenarios = {
   manage: scenarioManage,
   filter: scenarioFilter,
   signin: scenarioSignIn,
+  filterGroups: scenarioFilterGroups,
+  conflictTheirs: scenarioConflictTheirs,
+  addAtEnd: scenarioAddAtEnd,
+  viewTabs: scenarioViewTabs,
+  signinAgain: scenarioSignInAgain,
 };
 
 try {
