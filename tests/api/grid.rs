@@ -877,6 +877,37 @@ async fn grid_first_paint_is_the_pages_own_render(backend: Backend) {
         .expect("view")
         .to_string();
     app.sweeps_idle().await;
+    // Chips in a named colour, a `#rrggbb` colour and none.
+    let options = app
+        .data(
+            "query($p: ID!) { project(id: $p) { customFields { id options { id label } } } }",
+            json!({"p": project}),
+        )
+        .await["project"]["customFields"]
+        .as_array()
+        .expect("fields")
+        .iter()
+        .find(|f| f["id"] == select)
+        .expect("the SELECT field")["options"]
+        .as_array()
+        .expect("options")
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            let color = match i {
+                0 => json!("red"),
+                1 => json!("#336699"),
+                _ => Value::Null,
+            };
+            json!({"id": o["id"], "label": o["label"], "color": color})
+        })
+        .collect::<Vec<_>>();
+    app.data(
+        "mutation($i: UpdateCustomFieldInput!) { updateCustomField(input: $i) { customField { id } } }",
+        json!({"i": {"id": select, "options": options}}),
+    )
+    .await;
+    app.sweeps_idle().await;
     let filter =
         json!({"column": {"field": "CUSTOM_FIELD", "customFieldId": text}, "contains": "e"});
     let urls = [
@@ -910,6 +941,16 @@ async fn grid_first_paint_is_the_pages_own_render(backend: Backend) {
             .count();
         assert_eq!(rows, 50, "{url}: the first paint shows 50 rows");
         same_list(url, "the first paint's markup", &painted, &rendered);
+        assert_eq!(
+            page["paintedInert"],
+            json!(true),
+            "{url}: the first paint takes no input"
+        );
+        assert_eq!(
+            page["firstPainted"],
+            json!(true),
+            "{url}: the page took over from the first paint"
+        );
         let query = if url.contains("view=") {
             "GridViewIssues"
         } else {

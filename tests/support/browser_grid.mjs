@@ -296,7 +296,7 @@ function markupOfPage(rows) {
   const walk = (element, depth) => {
     if (element.matches('.grid-body > [role="row"]') && Number(element.getAttribute('aria-rowindex')) > rows + 1) return;
     const attributes = [...element.attributes]
-      .filter((a) => a.name !== 'tabindex' && a.name !== 'data-first-paint')
+      .filter((a) => !['tabindex', 'data-first-paint', 'inert'].includes(a.name))
       .map((a) => {
         let value = a.value;
         if (a.name === 'class') value = value.split(/\s+/).filter((c) => c && c !== 'active').join(' ');
@@ -337,18 +337,30 @@ async function scenarioFirstPaint() {
     await first.goto(url);
     await first.waitForSelector(`.grid-page[data-first-paint] ${ROWS}[aria-rowindex="${rows + 1}"]`);
     const painted = await first.evaluate(markupOfPage, rows);
+    // It answers nothing, so it takes no input: inert, and no pointer events.
+    const paintedInert = await first.evaluate(() => {
+      const root = document.querySelector('.grid-page[data-first-paint]');
+      return root.inert === true && getComputedStyle(root).pointerEvents === 'none';
+    });
     await withheld.close();
 
+    // Whole, with the page's script held back until the first paint is on screen, so that the
+    // page always takes over from it (its wait for its own rows, then the replacement).
     const context = await newContext({ width: 1280, height: 1900 });
     const page = await newPage(context);
     const operations = countOperations(page);
+    const painting = page.waitForSelector(`.grid-page[data-first-paint] ${ROWS}[aria-rowindex="${rows + 1}"]`, { state: 'attached' });
+    await context.route('**/assets/grid.js', async (route) => {
+      await painting.catch(() => undefined);
+      await route.continue();
+    });
     await page.goto(url);
     await page.waitForSelector(`${GRID} [role="row"][aria-rowindex="${rows + 1}"]:not([aria-busy])`);
     const rendered = await page.evaluate(markupOfPage, rows);
     const firstPainted = await page.evaluate(() => window.__gridgate?.painted ?? false);
     report.violations.push(...(await page.evaluate(() => window.__violations)));
     await context.close();
-    out.push({ url, painted, rendered, firstPainted, firstOperations, operations });
+    out.push({ url, painted, paintedInert, rendered, firstPainted, firstOperations, operations });
   }
   return out;
 }

@@ -204,8 +204,9 @@ function paint(location: GridLocation, project: Project, connection: Connection)
   );
   const page = el(
     "div",
-    // Marked, so that tests (and anyone reading the DOM) can tell it from the page's own.
-    { className: "grid-page", "data-first-paint": true },
+    // Marked, so that tests (and anyone reading the DOM) can tell it from the page's own, and
+    // inert: it answers nothing, so it takes no focus, clicks or scrolling (see styles.css).
+    { className: "grid-page", "data-first-paint": true, inert: true },
     el(
       "header",
       { className: "toolbar" },
@@ -231,10 +232,34 @@ function paint(location: GridLocation, project: Project, connection: Connection)
   handoff().painted = true;
 }
 
-const opening = parseLocation(new URL(window.location.href));
-if (!opening) {
-  loadApp();
-} else {
+type Answer = {
+  data?: { project: (Project & { issues?: Connection; view?: { status: string; issues: Connection } | null }) | null };
+  errors?: unknown[];
+};
+
+/** The first paint's rows, when both answers are whole and the page would show them. */
+function painting(location: GridLocation, projectAnswer: Answer | null, pageAnswer: Answer | null): { project: Project; connection: Connection } | null {
+  if (!projectAnswer?.data || projectAnswer.errors || !pageAnswer?.data || pageAnswer.errors) return null;
+  const project = projectAnswer.data.project;
+  const listed = pageAnswer.data.project;
+  if (!project || !listed) return null;
+  if (location.view) {
+    // Both answers must see the view ready: one read while it was building shows the build.
+    const view = project.views.find((v) => v.id === location.view);
+    if (view?.status !== "READY" || listed.view?.status !== "READY") return null;
+    return { project, connection: listed.view.issues };
+  }
+  return listed.issues ? { project, connection: listed.issues } : null;
+}
+
+/** Sends the first requests and paints their answers; whatever happens, the page's script is
+ * loaded (a failure here must never keep the page from running). */
+function start(): void {
+  const opening = parseLocation(new URL(window.location.href));
+  if (!opening) {
+    loadApp();
+    return;
+  }
   const source = sourceOf(opening);
   const bearer = token();
   const pageQuery = source.kind === "view" ? "GridViewIssues" : "GridIssues";
@@ -245,13 +270,20 @@ if (!opening) {
   const patience = setTimeout(loadApp, PATIENCE_MS);
   void asked.then(([projectAnswer, pageAnswer]) => {
     clearTimeout(patience);
-    type Answer = { data: { project: (Project & { issues?: Connection; view?: { status: string; issues: Connection } | null }) | null } };
-    const project = (projectAnswer as Answer | null)?.data.project ?? null;
-    const listed = (pageAnswer as Answer | null)?.data.project ?? null;
-    const connection = source.kind === "view" ? (listed?.view?.status === "READY" ? listed.view.issues : null) : listed?.issues;
-    if (project && connection && !handoff().started) paint(opening, project, connection);
-    // The page's script runs after the browser has shown the rows (or at once, with none).
-    requestAnimationFrame(() => setTimeout(loadApp, 0));
-    setTimeout(loadApp, 50);
+    try {
+      const shown = painting(opening, projectAnswer as Answer | null, pageAnswer as Answer | null);
+      if (shown && !handoff().started) paint(opening, shown.project, shown.connection);
+    } finally {
+      // The page's script runs after the browser has shown the rows (or at once, with none).
+      requestAnimationFrame(() => setTimeout(loadApp, 0));
+      setTimeout(loadApp, 50);
+    }
   });
+}
+
+try {
+  start();
+} catch (error) {
+  console.error(error);
+  loadApp();
 }

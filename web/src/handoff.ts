@@ -9,8 +9,9 @@ interface Prefetched {
   operationName: string;
   query: string;
   variables: string;
-  /** The answer when it was whole (HTTP 200, data and no errors), else null: the page then
-   * asks again and handles the failure itself (a 401 raises the sign-in dialog). */
+  /** The body of an HTTP 200 answer (GraphQL errors included: the page handles them as its
+   * own), else null (no answer, or another status): the page then asks again and handles the
+   * failure itself (a 401 raises the sign-in dialog). */
   result: Promise<Record<string, unknown> | null>;
 }
 
@@ -20,6 +21,9 @@ interface Handoff {
   painted: boolean;
   /** The page's script has started: the first paint must not touch the page any more. */
   started: boolean;
+  /** The page has taken what it will take: later requests are the page's own, never these
+   * answers (a later request with the same variables must reach the server). */
+  closed: boolean;
 }
 
 declare global {
@@ -29,7 +33,7 @@ declare global {
 }
 
 export function handoff(): Handoff {
-  window.__gridgate ??= { prefetched: [], painted: false, started: false };
+  window.__gridgate ??= { prefetched: [], painted: false, started: false, closed: false };
   return window.__gridgate;
 }
 
@@ -53,7 +57,6 @@ export function prefetch(
   if (bearer) headers.Authorization = `Bearer ${bearer}`;
   const result = fetch("/graphql", { method: "POST", headers, body: JSON.stringify({ operationName, query, variables }) })
     .then((response) => (response.ok ? (response.json() as Promise<Record<string, unknown>>) : null))
-    .then((body) => (body && body.data && !body.errors ? body : null))
     .catch(() => null);
   handoff().prefetched.push({ operationName, query, variables: canonical(variables), result });
   return result;
@@ -67,6 +70,7 @@ export function takePrefetched(
   query: string,
   variables: Record<string, unknown>,
 ): Promise<Record<string, unknown> | null> | null {
+  if (handoff().closed) return null;
   const list = handoff().prefetched;
   const key = canonical(variables);
   const index = list.findIndex((p) => p.operationName === operationName && p.variables === key);
@@ -77,4 +81,13 @@ export function takePrefetched(
     return null;
   }
   return taken.result;
+}
+
+/** Ends the handoff: answers the page did not take are reported on the console (each cost the
+ * server a request for nothing, which is a bug) and dropped. */
+export function closeHandoff(): void {
+  const state = handoff();
+  state.closed = true;
+  for (const left of state.prefetched) console.error(`The page did not take the first paint's ${left.operationName} answer.`);
+  state.prefetched = [];
 }

@@ -7,7 +7,7 @@ import { ApolloProvider } from "@apollo/client";
 import { client } from "./api";
 import { DialogHost } from "./dialogs";
 import { GridPage, startGridPage } from "./GridPage";
-import { handoff } from "./handoff";
+import { closeHandoff, handoff } from "./handoff";
 import { Home } from "./Home";
 import { SignIn } from "./SignIn";
 import { parseLocation } from "./url";
@@ -67,11 +67,9 @@ const render = () => {
   if (root) createRoot(root).render(<App />);
 };
 // React's first render replaces what is in the root: over the first paint's rows it waits for
-// its own, which are on their way from the first paint's answers, so the rows never blank.
-if (first.painted) void ready.then(render);
+// its own, which are on their way from the first paint's answers, so the rows never blank;
+// but never for long, since the first paint answers nothing.
+const PATIENCE_MS = 2000;
+if (first.painted) void Promise.race([ready, new Promise((resolve) => setTimeout(resolve, PATIENCE_MS))]).then(render);
 else render();
-// Every request the first paint sent is the page's own and taken by it: one left over cost
-// the server a request for nothing (the page asked again), which is a bug, so it is reported.
-void ready.then(() => {
-  for (const left of first.prefetched) console.error(`The page did not take the first paint's ${left.operationName} answer.`);
-});
+void ready.then(closeHandoff);

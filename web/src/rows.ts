@@ -279,11 +279,13 @@ export function startReading(source: Source): Promise<void> {
   const started = new RowWindow(variables, source.kind === "view");
   early = { key: JSON.stringify(variables), window: started };
   return new Promise((resolve) => {
-    const stop = started.subscribe(() => {
+    const check = () => {
       if (started.rows().loading) return;
       stop();
       resolve();
-    });
+    };
+    const stop = started.subscribe(check);
+    check();
   });
 }
 

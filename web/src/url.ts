@@ -43,8 +43,14 @@ export function parseLocation(url: URL): GridLocation | null {
       filter = null;
     }
   }
+  let projectId = match[1];
+  try {
+    projectId = decodeURIComponent(projectId);
+  } catch {
+    // A malformed escape is left as written: the server answers that there is no such project.
+  }
   return {
-    projectId: decodeURIComponent(match[1]),
+    projectId,
     view: url.searchParams.get("view"),
     sort: parseSort(url.searchParams.get("sort")),
     filter,
