@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::store::dynamodb::{DynamoConfig, DynamoStore, SdkSettings};
-use crate::store::embedded::EmbeddedStore;
+use crate::store::embedded::{EmbeddedStore, DEFAULT_CACHE_MB};
 use crate::store::{table, DynStore, Store, StoreError};
 
 /// The two stores.
@@ -26,6 +26,10 @@ pub struct StoreConfig {
     /// Directory of the embedded store's files.
     #[arg(long, env = "GRIDGATE_DATA_DIR", default_value = "data")]
     pub data_dir: PathBuf,
+    /// The embedded store: MiB of the file kept in memory (redb's page cache); the process's
+    /// memory is this plus a fixed overhead, whatever the size of the data [default: 64].
+    #[arg(long, env = "GRIDGATE_EMBEDDED_CACHE_MB", value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
+    pub embedded_cache_mb: Option<u64>,
     /// Table name (DynamoDB table, or file name of the embedded store).
     #[arg(long, env = "GRIDGATE_TABLE", default_value = table::DEFAULT_TABLE)]
     pub table: String,
@@ -54,6 +58,7 @@ impl StoreConfig {
         StoreConfig {
             store: StoreKind::Embedded,
             data_dir: data_dir.into(),
+            embedded_cache_mb: None,
             table: table::DEFAULT_TABLE.into(),
             endpoint: None,
             dynamodb_max_attempts: None,
@@ -130,10 +135,19 @@ impl StoreConfig {
                 )))
             }
             StoreKind::Embedded => {
-                let store = EmbeddedStore::open(&self.data_dir, &self.table)?;
+                let store = EmbeddedStore::open_with_cache(
+                    &self.data_dir,
+                    &self.table,
+                    self.embedded_cache_mb.unwrap_or(DEFAULT_CACHE_MB),
+                )?;
                 store.ensure_table().await?;
                 Ok(Arc::new(store))
             }
+            StoreKind::Dynamodb if self.embedded_cache_mb.is_some() => Err(StoreError::Invalid(
+                "--embedded-cache-mb (GRIDGATE_EMBEDDED_CACHE_MB) only applies to the embedded \
+                 store"
+                    .into(),
+            )),
             StoreKind::Dynamodb => {
                 // DynamoDB Local accepts any credentials; when pointed at an endpoint with none
                 // configured, use placeholders instead of failing in the credential chain.
@@ -215,5 +229,41 @@ mod tests {
             other => panic!("expected a refusal, got {:?}", other.map(|_| ())),
         }
         assert!(!dir.exists(), "nothing is created when refused");
+    }
+
+    #[test]
+    fn the_embedded_cache_is_configured_in_mib_and_bounded() {
+        let cli = Cli::parse_from(["gridgate", "--embedded-cache-mb", "16"]);
+        assert_eq!(cli.store.embedded_cache_mb, Some(16));
+        let defaults = Cli::parse_from(["gridgate"]);
+        assert_eq!(
+            defaults.store.embedded_cache_mb, None,
+            "the default applies"
+        );
+        assert!(Cli::try_parse_from(["gridgate", "--embedded-cache-mb", "0"]).is_err());
+        assert!(Cli::try_parse_from(["gridgate", "--embedded-cache-mb", "lots"]).is_err());
+    }
+
+    #[tokio::test]
+    async fn the_embedded_cache_flag_is_refused_with_dynamodb() {
+        let mut config = StoreConfig::dynamodb("unused", Some("http://127.0.0.1:9".into()));
+        config.embedded_cache_mb = Some(16);
+        match config.open().await {
+            Err(StoreError::Invalid(message)) => {
+                assert!(message.contains("--embedded-cache-mb"), "{message}");
+            }
+            other => panic!("expected a refusal, got {:?}", other.map(|_| ())),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_embedded_store_opens_with_the_configured_cache() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let mut config = StoreConfig::embedded(dir.path());
+        config.embedded_cache_mb = Some(1);
+        let store = config.open().await.expect("opens with a 1 MiB cache");
+        store.ping().await.expect("answers");
+        let empty = store.scan(None, Some(1)).await.expect("a scan");
+        assert!(empty.items.is_empty(), "a new file is empty");
     }
 }
