@@ -53,6 +53,9 @@ pub enum Command {
     /// Rewrite the derived rows (index rows, GSI1SK) from the source rows; idempotent, so an
     /// interrupted run is finished by running it again.
     Reindex(CheckArgs),
+    /// Compact the embedded store's file (with the server stopped) and report its size before
+    /// and after, beside the size of the items it holds.
+    Compact(CompactArgs),
     /// Write a project's issues (an order and a filter, or a saved view) as CSV or NDJSON,
     /// the same bytes as `GET /export`, read with unrestricted access.
     Export(ExportArgs),
@@ -91,6 +94,12 @@ pub struct CheckArgs {
     /// Only this project (default: the whole table).
     #[arg(long)]
     pub project: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompactArgs {
+    #[command(flatten)]
+    pub store: StoreConfig,
 }
 
 #[derive(Debug, Args)]
@@ -375,6 +384,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             eprintln!("{} derived rows repaired", fixed.len());
             Ok(())
         }
+        Command::Compact(args) => compact_command(args).await,
         Command::Export(args) => export_command(args).await,
         Command::Schema => {
             print!("{}", crate::graphql::sdl());
@@ -395,6 +405,41 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             Ok(())
         }
     }
+}
+
+/// `gridgate compact`: the embedded store's file compacted, with what it holds and its size
+/// before and after (in MB, and per item).
+async fn compact_command(args: CompactArgs) -> Result<(), CliError> {
+    args.store.check_flags()?;
+    if args.store.store != crate::config::StoreKind::Embedded {
+        return Err(
+            "compact applies to the embedded store; DynamoDB manages its own storage".into(),
+        );
+    }
+    let (dir, table) = (args.store.data_dir.clone(), args.store.table.clone());
+    let done =
+        tokio::task::spawn_blocking(move || crate::store::embedded::compact::compact(&dir, &table))
+            .await??;
+    let mb = |bytes: u64| bytes as f64 / 1e6;
+    let c = &done.contents;
+    println!(
+        "items: {} ({:.1} MB as DynamoDB sizes them); index rows: {} ({:.1} MB); stored keys and rows: {:.1} MB",
+        c.items,
+        mb(c.item_bytes),
+        c.index_rows,
+        mb(c.index_bytes),
+        mb(c.stored_bytes)
+    );
+    for (when, size) in [("before", done.before), ("after", done.after)] {
+        println!(
+            "file {when}: {:.1} MB on disk, {:.1} MB apparent; on disk {:.2} x the items and index rows",
+            mb(size.on_disk),
+            mb(size.apparent),
+            size.on_disk as f64 / (c.item_bytes + c.index_bytes).max(1) as f64
+        );
+    }
+    eprintln!("compacted ({} passes)", done.passes);
+    Ok(())
 }
 
 /// How long `table create` keeps trying to reach a store that is still starting (DynamoDB

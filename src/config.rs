@@ -122,10 +122,8 @@ impl StoreConfig {
         .collect()
     }
 
-    /// Opens the configured store. The embedded store creates its files and tables (zero
-    /// set-up); a DynamoDB table must already exist (`gridgate table create`), because creating
-    /// production tables is an operator's decision, not a side effect of starting a server.
-    pub async fn open(&self) -> Result<DynStore, StoreError> {
+    /// Refuses the flags of one store given with the other.
+    pub fn check_flags(&self) -> Result<(), StoreError> {
         match self.store {
             StoreKind::Embedded if !self.dynamodb_flags().is_empty() => {
                 Err(StoreError::Invalid(format!(
@@ -134,6 +132,21 @@ impl StoreConfig {
                     self.dynamodb_flags().join(", ")
                 )))
             }
+            StoreKind::Dynamodb if self.embedded_cache_mb.is_some() => Err(StoreError::Invalid(
+                "--embedded-cache-mb (GRIDGATE_EMBEDDED_CACHE_MB) only applies to the embedded \
+                 store"
+                    .into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Opens the configured store. The embedded store creates its files and tables (zero
+    /// set-up); a DynamoDB table must already exist (`gridgate table create`), because creating
+    /// production tables is an operator's decision, not a side effect of starting a server.
+    pub async fn open(&self) -> Result<DynStore, StoreError> {
+        self.check_flags()?;
+        match self.store {
             StoreKind::Embedded => {
                 let store = EmbeddedStore::open_with_cache(
                     &self.data_dir,
@@ -143,11 +156,6 @@ impl StoreConfig {
                 store.ensure_table().await?;
                 Ok(Arc::new(store))
             }
-            StoreKind::Dynamodb if self.embedded_cache_mb.is_some() => Err(StoreError::Invalid(
-                "--embedded-cache-mb (GRIDGATE_EMBEDDED_CACHE_MB) only applies to the embedded \
-                 store"
-                    .into(),
-            )),
             StoreKind::Dynamodb => {
                 // DynamoDB Local accepts any credentials; when pointed at an endpoint with none
                 // configured, use placeholders instead of failing in the credential chain.

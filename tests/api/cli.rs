@@ -281,6 +281,57 @@ fn endpoint_with_the_embedded_store_is_refused() {
     }
 }
 
+/// `gridgate compact` shrinks the embedded store's file without changing what it holds: it
+/// reports the items and the file's size before and after, the data reads the same and
+/// `verify` finds nothing afterwards; with the server running (redb locks the file) it says
+/// to stop it; with DynamoDB it says it does not apply.
+#[tokio::test]
+async fn compact_shrinks_the_file_and_keeps_the_data() {
+    let cli = Cli::new(Backend::Embedded);
+    cli.run(&["seed", "--synthetic", "--issues", "600", "--fields", "4"]);
+    let (server, url) = cli.serve();
+    let query = "{ tenants(first: 1) { nodes { projects(first: 1) { nodes { issues(first: 50, orderBy: {field: NAME, direction: DESC}) { totalCount nodes { num name fieldValues { fieldId value } } } } } } } }";
+    let before = post_query(&url, query).await;
+    assert!(before.get("errors").is_none(), "{before}");
+    let (_, refused) = cli.run_failing(&["compact"]);
+    assert!(refused.contains("stop it, then compact"), "{refused}");
+    drop(server);
+
+    let report = cli.run(&["compact"]);
+    let number = |line: &str, after: &str| -> f64 {
+        let rest = &line[line.find(after).expect(after) + after.len()..];
+        rest.split_whitespace()
+            .next()
+            .expect("a number")
+            .parse()
+            .expect("a number")
+    };
+    let lines: Vec<&str> = report.lines().collect();
+    assert_eq!(lines.len(), 3, "{report}");
+    assert!(lines[0].starts_with("items: "), "{report}");
+    assert!(number(lines[0], "items: ") > 600.0, "{report}");
+    let (was, now) = (
+        number(lines[1], "file before: "),
+        number(lines[2], "file after: "),
+    );
+    assert!(now <= was && now > 0.0, "{report}");
+
+    let (server, url) = cli.serve();
+    assert_eq!(
+        post_query(&url, query).await,
+        before,
+        "the data reads the same"
+    );
+    drop(server);
+    assert_eq!(cli.run(&["verify"]), "");
+    let dynamodb = Command::new(env!("CARGO_BIN_EXE_gridgate"))
+        .args(["compact", "--store", "dynamodb", "--table", "unused"])
+        .output()
+        .expect("run gridgate");
+    assert!(!dynamodb.status.success());
+    assert!(String::from_utf8_lossy(&dynamodb.stderr).contains("applies to the embedded store"));
+}
+
 /// `--no-demo`, or its variable with any usual spelling of true, keeps an empty store empty.
 #[tokio::test]
 async fn no_demo_by_flag_or_variable() {

@@ -22,8 +22,10 @@
 //!
 //! The submodules split the work by concern: `validate` checks requests as DynamoDB would,
 //! `write` applies puts, deletes and transactions, `query` plans and pages reads, `equality`
-//! compares attribute values as conditions do, and `table` owns the redb tables themselves.
+//! compares attribute values as conditions do, `table` owns the redb tables themselves, and
+//! `compact` shrinks the file and measures what it holds.
 
+pub mod compact;
 mod equality;
 mod query;
 mod table;
