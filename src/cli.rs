@@ -417,9 +417,14 @@ async fn compact_command(args: CompactArgs) -> Result<(), CliError> {
         );
     }
     let (dir, table) = (args.store.data_dir.clone(), args.store.table.clone());
-    let done =
-        tokio::task::spawn_blocking(move || crate::store::embedded::compact::compact(&dir, &table))
-            .await??;
+    let cache_mb = args
+        .store
+        .embedded_cache_mb
+        .unwrap_or(crate::store::embedded::DEFAULT_CACHE_MB);
+    let done = tokio::task::spawn_blocking(move || {
+        crate::store::embedded::compact::compact(&dir, &table, cache_mb)
+    })
+    .await??;
     let mb = |bytes: u64| bytes as f64 / 1e6;
     let c = &done.contents;
     println!(

@@ -45,39 +45,19 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { CHROMIUM_ARGS, isLoopback } from './browser_common.mjs';
 
 const spec = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const require = createRequire(path.join(spec.playwright, 'node_modules', 'noop.js'));
 const { chromium } = require('playwright-core');
 
-function isLoopback(url) {
-  let parsed;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return false;
-  }
-  if (parsed.protocol === 'data:' || parsed.protocol === 'blob:') return true;
-  const host = parsed.hostname;
-  return host === 'localhost' || host === '[::1]' || /^127(\.\d{1,3}){3}$/.test(host);
-}
 
 const report = { result: null, consoleErrors: [], pageErrors: [], violations: [], blocked: [], failure: null };
 
 const browser = await chromium.launch({
   executablePath: spec.chromium,
   headless: true,
-  args: [
-    '--headless',
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-quic',
-    '--no-first-run',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-    '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1',
-  ],
+  args: CHROMIUM_ARGS,
 });
 
 /** A fresh browser context (its own storage, as a second user has). */

@@ -24,42 +24,16 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { CHROMIUM_ARGS, isLoopback } from './browser_common.mjs';
 
 const spec = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const require = createRequire(path.join(spec.playwright, 'node_modules', 'noop.js'));
 const { chromium } = require('playwright-core');
 
-// Only addresses on this machine may be reached.
-function isLoopback(url) {
-  let parsed;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return false;
-  }
-  if (parsed.protocol === 'data:' || parsed.protocol === 'blob:') {
-    return true;
-  }
-  const host = parsed.hostname;
-  return host === 'localhost' || host === '[::1]' || /^127(\.\d{1,3}){3}$/.test(host);
-}
-
 const context = await chromium.launchPersistentContext(spec.userDataDir, {
   executablePath: spec.chromium,
   headless: true,
-  args: [
-    '--headless',
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-quic',
-    '--no-first-run',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-    // Belt and braces behind the request interception below: names other than localhost do
-    // not resolve at all, so nothing the browser itself starts can leave the machine.
-    '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1',
-  ],
+  args: CHROMIUM_ARGS,
   viewport: { width: 1280, height: 800 },
 });
 context.setDefaultTimeout(spec.stepTimeoutMs);

@@ -69,7 +69,7 @@ const render = () => {
 // React's first render replaces what is in the root: over the first paint's rows it waits for
 // its own, which are on their way from the first paint's answers, so the rows never blank;
 // but never for long, since the first paint answers nothing.
-const PATIENCE_MS = 2000;
-if (first.painted) void Promise.race([ready, new Promise((resolve) => setTimeout(resolve, PATIENCE_MS))]).then(render);
+const TAKEOVER_MS = 2000;
+if (first.painted) void Promise.race([ready, new Promise((resolve) => setTimeout(resolve, TAKEOVER_MS))]).then(render);
 else render();
 void ready.then(closeHandoff);

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use redb::{Database, DatabaseError, ReadableDatabase, ReadableTable};
 
+use super::cache_bytes;
 use super::table::{sized_row_text, unavailable, upgrade, GSI1_INDEX, ITEMS};
-use super::DEFAULT_CACHE_MB;
 use crate::store::StoreError;
 
 /// The most compaction passes one run makes; redb reports when none would gain more, which
@@ -99,9 +99,10 @@ pub(super) fn contents(db: &Database) -> Result<Contents, StoreError> {
     Ok(contents)
 }
 
-/// Compacts the file of `table` under `dir` (upgrading a file of an earlier version first, as
-/// opening it for serving would), and reports its size before and after and what it holds.
-pub fn compact(dir: &Path, table: &str) -> Result<Compaction, StoreError> {
+/// Compacts the file of `table` under `dir` with a page cache of `cache_mb` MiB (upgrading a
+/// file of an earlier version first, as opening it for serving would), and reports its size
+/// before and after and what it holds.
+pub fn compact(dir: &Path, table: &str, cache_mb: u64) -> Result<Compaction, StoreError> {
     let path = file_path(dir, table);
     if !path.exists() {
         return Err(StoreError::Invalid(format!(
@@ -110,9 +111,8 @@ pub fn compact(dir: &Path, table: &str) -> Result<Compaction, StoreError> {
         )));
     }
     let before = file_size(&path)?;
-    let cache_bytes = usize::try_from(DEFAULT_CACHE_MB * 1024 * 1024).unwrap_or(usize::MAX);
     let mut db = Database::builder()
-        .set_cache_size(cache_bytes)
+        .set_cache_size(cache_bytes(cache_mb))
         .open(&path)
         .map_err(|e| match e {
             DatabaseError::DatabaseAlreadyOpen => StoreError::Unavailable(format!(

@@ -72,6 +72,11 @@ const MAX_READ_IN_PLACE: usize = 128;
 /// pages past it are read from the OS page cache, which costs microseconds per page.
 pub const DEFAULT_CACHE_MB: u64 = 64;
 
+/// A cache of `mb` MiB in bytes, as redb takes it.
+fn cache_bytes(mb: u64) -> usize {
+    usize::try_from(mb.saturating_mul(1024 * 1024)).unwrap_or(usize::MAX)
+}
+
 /// A [`Store`] backed by a local redb database file.
 ///
 /// Cloning is cheap and shares the open database. redb locks its file, so open each file once
@@ -114,10 +119,8 @@ impl EmbeddedStore {
             StoreError::Unavailable(format!("cannot create {}: {e}", dir.display()))
         })?;
         let path = dir.join(format!("{table}.redb"));
-        let cache_bytes =
-            usize::try_from(cache_mb.saturating_mul(1024 * 1024)).unwrap_or(usize::MAX);
         let db = Database::builder()
-            .set_cache_size(cache_bytes)
+            .set_cache_size(cache_bytes(cache_mb))
             .create(&path)
             .map_err(|e| StoreError::Unavailable(format!("cannot open {}: {e}", path.display())))?;
         if upgrade(&db)? {
