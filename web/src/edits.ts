@@ -8,7 +8,7 @@ import { client, errorCode, errorMessage } from "./api";
 import type { Column } from "./columns";
 import { compareIssues, displayValue, rawValue } from "./columns";
 import { ask } from "./dialogs";
-import { CREATE_ISSUE, DELETE_ISSUE, ISSUE, ISSUES, ISSUE_BY_ID, SET_CELL, UPDATE_ISSUE } from "./queries";
+import { CREATE_ISSUE, DELETE_ISSUE, ISSUES, ISSUE_BY_ID, ROWS_READ, SET_CELL, UPDATE_ISSUE } from "./queries";
 import type { Connection, Edge, Issue, IssueFilter, IssueOrder } from "./queries";
 import type { Source } from "./source";
 
@@ -58,7 +58,7 @@ const queues = new Map<string, Promise<unknown>>();
 /** The issue as the server last confirmed it (the cache without optimistic layers). */
 function confirmed(issue: Issue): Issue {
   const id = client.cache.identify({ __typename: "Issue", id: issue.id });
-  return client.readFragment<Issue>({ id, fragment: ISSUE, fragmentName: "GridIssue" }, false) ?? issue;
+  return client.readFragment<Issue>({ id, fragment: ROWS_READ.issue, fragmentName: "GridIssue" }, false) ?? issue;
 }
 
 /** Writes one cell. Resolves to an error message to show, or null when the edit stands. */
@@ -270,7 +270,7 @@ interface StoredConnection {
 
 /** An edge's issue as the cache holds it, or null when it was deleted. */
 function readIssue(edge: { node: Reference }): Issue | null {
-  return client.cache.readFragment<Issue>({ id: edge.node.__ref, fragment: ISSUE, fragmentName: "GridIssue" });
+  return client.cache.readFragment<Issue>({ id: edge.node.__ref, fragment: ROWS_READ.issue, fragmentName: "GridIssue" });
 }
 
 /** Deletes issues; each leaves the cache (and so every list), and the lists' counts drop. */

@@ -8,8 +8,9 @@
 // end is unknown, and the count becomes known once the list has been read to its end.
 //
 // Each end is a series of chunks of CHUNK_PAGES pages. A chunk is one list in Apollo's cache,
-// grown by `fetchMore` and merged by `relayStylePagination`, and watched by one
-// `ObservableQuery`; the next chunk starts after the previous one's end cursor. Watching one
+// grown by `fetchMore` and merged by `relayStylePagination`, and watched by one cache-only
+// `ObservableQuery` over the reading document (`ROWS_READ` in queries.ts says why it is not
+// the request's own); the next chunk starts after the previous one's end cursor. Watching one
 // list of the whole grid would read all of it again on every page (the cache re-reads a list
 // when it changes): tens of milliseconds per page at 10,000 rows, long tasks while scrolling.
 // A chunk re-reads at most CHUNK_PAGES × PAGE rows, and the chunks that did not change are
@@ -18,7 +19,7 @@ import { startTransition, useEffect, useMemo, useState } from "react";
 import { ApolloError } from "@apollo/client";
 import type { ObservableQuery, OperationVariables } from "@apollo/client";
 import { CHUNK, client, errorMessage } from "./api";
-import { ISSUES, VIEW_ISSUES } from "./queries";
+import { ISSUES, ROWS_READ, VIEW_ISSUES } from "./queries";
 import type { Connection, Edge, Issue } from "./queries";
 import { listSize, pageVariables, variablesOf } from "./source";
 import type { Source } from "./source";
@@ -60,6 +61,8 @@ function connectionOf(data: Data | undefined): Connection | undefined {
 /** One chunk: a list in the cache, watched. */
 interface Chunk {
   query: ObservableQuery<Data>;
+  /** The variables of the chunk's first page. */
+  variables: OperationVariables;
   connection: Connection | undefined;
   error: ApolloError | undefined;
   /** Pages asked for in this chunk (its first included). */
@@ -103,28 +106,45 @@ class RowWindow {
   private open(end: End, cursor: string | null, fresh = false) {
     const index = this.chunks[end].length;
     const variables: OperationVariables = { ...pageVariables(this.variables, end, cursor), [CHUNK]: index };
+    // The chunk is watched in the cache only, through the reading document; its pages are
+    // asked for with the request document (see `ROWS_READ`).
     const query = client.watchQuery<Data>({
-      query: this.isView ? VIEW_ISSUES : ISSUES,
+      query: this.isView ? ROWS_READ.viewIssues : ROWS_READ.issues,
       variables,
-      fetchPolicy: fresh ? "network-only" : "cache-first",
-      nextFetchPolicy: "cache-first",
-      errorPolicy: "all",
+      fetchPolicy: "cache-only",
     });
-    const chunk: Chunk = { query, connection: undefined, error: undefined, pages: 1 };
+    const chunk: Chunk = { query, variables, connection: undefined, error: undefined, pages: 1 };
     this.chunks[end].push(chunk);
     this.subscriptions.push(
       query.subscribe({
         next: (result) => {
           chunk.connection = connectionOf(result.data) ?? chunk.connection;
-          chunk.error = result.error;
-          this.changed();
-        },
-        error: (error: ApolloError) => {
-          chunk.error = error;
           this.changed();
         },
       }),
     );
+    // What the cache holds answers the chunk, unless the list is being read anew.
+    const held = query.getCurrentResult();
+    if (!fresh && held.data && !held.partial && connectionOf(held.data)) return;
+    this.request(chunk, variables, (error) => {
+      chunk.error = error;
+      this.changed();
+    });
+  }
+
+  /** Sends one page's request; the answer is written to the cache, where the chunk's watch
+   * reads it. `failed` is told why a page could not be read. */
+  private request(chunk: Chunk, variables: OperationVariables, failed: (error: ApolloError) => void): void {
+    // A GraphQL error rejects (the default error policy), as a failed request does.
+    chunk.query
+      .fetchMore({ query: this.isView ? VIEW_ISSUES : ISSUES, variables })
+      .then(() => {
+        if (chunk.error) {
+          chunk.error = undefined;
+          this.changed();
+        }
+      })
+      .catch((error: unknown) => failed(error instanceof ApolloError ? error : new ApolloError({ networkError: error as Error })));
   }
 
   private changed() {
@@ -239,25 +259,14 @@ class RowWindow {
       return;
     }
     last.pages += 1;
-    const variables: OperationVariables = end === "head" ? { after: cursor } : { before: cursor };
-    const failed = (message: string) => {
+    const variables: OperationVariables = { ...last.variables, ...(end === "head" ? { after: cursor } : { before: cursor }) };
+    this.request(last, variables, (error) => {
       // The page may be asked for again (by scrolling to it); the message says why it is missing.
       last.pages -= 1;
       this.inFlight.delete(key);
-      this.failure = message;
+      this.failure = errorMessage(error);
       this.changed();
-    };
-    last.query
-      .fetchMore({ variables })
-      .then((result) => {
-        // The list's error policy lets GraphQL errors through as a result, not a rejection.
-        if (result.errors?.length) failed(errorMessage(new ApolloError({ graphQLErrors: result.errors })));
-        else if (this.failure) {
-          this.failure = null;
-          this.changed();
-        }
-      })
-      .catch((error: unknown) => failed(errorMessage(error)));
+    });
   }
 }
 
