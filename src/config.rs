@@ -122,6 +122,11 @@ impl StoreConfig {
         .collect()
     }
 
+    /// The embedded store's page cache in MiB: the flag's, or the default.
+    pub fn cache_mb(&self) -> u64 {
+        self.embedded_cache_mb.unwrap_or(DEFAULT_CACHE_MB)
+    }
+
     /// Refuses the flags of one store given with the other.
     pub fn check_flags(&self) -> Result<(), StoreError> {
         match self.store {
@@ -148,11 +153,8 @@ impl StoreConfig {
         self.check_flags()?;
         match self.store {
             StoreKind::Embedded => {
-                let store = EmbeddedStore::open_with_cache(
-                    &self.data_dir,
-                    &self.table,
-                    self.embedded_cache_mb.unwrap_or(DEFAULT_CACHE_MB),
-                )?;
+                let store =
+                    EmbeddedStore::open_with_cache(&self.data_dir, &self.table, self.cache_mb())?;
                 store.ensure_table().await?;
                 Ok(Arc::new(store))
             }

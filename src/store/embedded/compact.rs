@@ -3,13 +3,18 @@
 //! file's apparent size and the blocks it takes on disk.
 //!
 //! redb writes copy-on-write: every transaction writes new pages and frees the old ones, which
-//! later transactions reuse, but the file never shrinks by itself. Compaction moves the live
-//! pages to the front of the file and truncates it. It needs the file to itself, so it runs
-//! with the server stopped (redb locks the file, and a running server is reported as such).
+//! later transactions reuse, but the file never shrinks by itself, and it grows ahead of the
+//! pages it needs. Compaction moves the live pages to the front of the file and truncates it.
+//! It needs the file to itself, so it runs where nothing else has the file open: by
+//! `gridgate compact` (a running server's lock is reported as such), at the end of a bulk
+//! load, and as the store opens, the last two only when it pays ([`when_it_pays`]).
 
 use std::path::{Path, PathBuf};
 
-use redb::{Database, DatabaseError, ReadableDatabase, ReadableTable};
+use redb::{
+    Database, DatabaseError, ReadableDatabase, ReadableTable, ReadableTableMetadata,
+    TableDefinition,
+};
 
 use super::cache_bytes;
 use super::table::{sized_row_text, unavailable, upgrade, GSI1_INDEX, ITEMS};
@@ -18,6 +23,11 @@ use crate::store::StoreError;
 /// The most compaction passes one run makes; redb reports when none would gain more, which
 /// takes a few passes.
 const MAX_PASSES: u32 = 64;
+
+/// Compaction pays when at least this share of the file (1 / FREE_SHARE) is free pages...
+const FREE_SHARE: u64 = 4;
+/// ...and they come to at least this many bytes: a small file is not worth the pass.
+const MIN_FREE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// A file's size: as its length says, and in the blocks it takes on disk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,6 +109,162 @@ pub(super) fn contents(db: &Database) -> Result<Contents, StoreError> {
     Ok(contents)
 }
 
+/// How the free pages are counted before deciding whether compaction pays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Count {
+    /// Every page walked (redb's stats): exact, and as costly as reading the file (about a
+    /// second per GB from the OS's cache, several from disk); for the end of a bulk load,
+    /// whose pages the OS still caches.
+    Walked,
+    /// Estimated from the last count ([`PAGES`]) scaled by the entries the tables hold now,
+    /// which redb keeps in their headers: no page is read, so a server can ask at every
+    /// start-up. A file without a count yet (never bulk-loaded or compacted by this version)
+    /// is left alone.
+    Recorded,
+}
+
+/// The last count of the file's pages in use: `"pages"` to (bytes in pages, entries of the
+/// table and the index then). Written after every walk and every compaction.
+const PAGES: TableDefinition<&str, (u64, u64)> = TableDefinition::new("gridgate.pages.v1");
+const PAGES_KEY: &str = "pages";
+
+/// The entries of the table and the index (from their headers: nothing is read); a file
+/// whose tables are not created yet has none.
+fn entries(db: &Database) -> Result<u64, StoreError> {
+    let txn = db.begin_read().map_err(unavailable)?;
+    let items = match txn.open_table(ITEMS) {
+        Ok(table) => table.len().map_err(unavailable)?,
+        Err(redb::TableError::TableDoesNotExist(_)) => 0,
+        Err(e) => return Err(unavailable(e)),
+    };
+    let index = match txn.open_table(GSI1_INDEX) {
+        Ok(table) => table.len().map_err(unavailable)?,
+        Err(redb::TableError::TableDoesNotExist(_)) => 0,
+        Err(e) => return Err(unavailable(e)),
+    };
+    Ok(items + index)
+}
+
+/// Records that `used` bytes of pages hold `entries` entries.
+fn record(db: &Database, used: u64, entries: u64) -> Result<(), StoreError> {
+    let txn = db.begin_write().map_err(unavailable)?;
+    txn.open_table(PAGES)
+        .map_err(unavailable)?
+        .insert(PAGES_KEY, (used, entries))
+        .map_err(unavailable)?;
+    txn.commit().map_err(unavailable)
+}
+
+/// The bytes of the file in pages, by `count` (`None`: not known without a walk).
+fn used_bytes(db: &Database, count: Count) -> Result<Option<u64>, StoreError> {
+    let now = entries(db)?;
+    match count {
+        Count::Walked => {
+            let txn = db.begin_write().map_err(unavailable)?;
+            let stats = txn.stats().map_err(unavailable)?;
+            txn.abort().map_err(unavailable)?;
+            let used = stats
+                .allocated_pages()
+                .saturating_mul(stats.page_size() as u64);
+            record(db, used, now)?;
+            Ok(Some(used))
+        }
+        Count::Recorded => {
+            let txn = db.begin_read().map_err(unavailable)?;
+            let pages = match txn.open_table(PAGES) {
+                Ok(pages) => pages,
+                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+                Err(e) => return Err(unavailable(e)),
+            };
+            Ok(pages
+                .get(PAGES_KEY)
+                .map_err(unavailable)?
+                .map(|guard| guard.value())
+                .filter(|&(_, then)| then > 0)
+                .map(|(used, then)| {
+                    (u128::from(used) * u128::from(now) / u128::from(then))
+                        .try_into()
+                        .unwrap_or(u64::MAX)
+                }))
+        }
+    }
+}
+
+/// Whether a file taking `on_disk` bytes with `used` of them in pages is worth compacting: a
+/// quarter of it or more is free pages, and at least `min_free` bytes ([`MIN_FREE_BYTES`] but
+/// in tests). What the file has room for but never wrote (redb grows it ahead of need) takes
+/// no disk and does not count: compacting a freshly loaded file only to trim its apparent
+/// size took longer than loading it.
+fn pays(on_disk: u64, used: u64, min_free: u64) -> bool {
+    let free = on_disk.saturating_sub(used);
+    free >= min_free && free.saturating_mul(FREE_SHARE) >= on_disk
+}
+
+/// Compaction passes until redb gains nothing more (at most [`MAX_PASSES`]).
+fn compact_passes(db: &mut Database) -> Result<u32, StoreError> {
+    let mut passes = 0;
+    while passes < MAX_PASSES && db.compact().map_err(unavailable)? {
+        passes += 1;
+    }
+    Ok(passes)
+}
+
+/// Compacts the open file at `path` if it pays (see [`pays`]), its free pages counted by
+/// `count`; returns its size before and after when it did. The caller must be the file's only user: the store as it opens, or the
+/// bulk loader once it has finished.
+pub(super) fn when_it_pays(
+    db: &mut Database,
+    path: &Path,
+    count: Count,
+) -> Result<Option<(FileSize, FileSize)>, StoreError> {
+    when_free(db, path, count, MIN_FREE_BYTES)
+}
+
+fn when_free(
+    db: &mut Database,
+    path: &Path,
+    count: Count,
+    min_free: u64,
+) -> Result<Option<(FileSize, FileSize)>, StoreError> {
+    let before = file_size(path)?;
+    match used_bytes(db, count)? {
+        Some(used) if pays(before.on_disk, used, min_free) => {}
+        _ => return Ok(None),
+    }
+    compact_passes(db)?;
+    let after = file_size(path)?;
+    // The compacted file is its pages.
+    record(db, after.apparent, entries(db)?)?;
+    Ok(Some((before, after)))
+}
+
+/// Opens the file at `path` to compact it; a file another process has open is reported as
+/// such.
+fn open_alone(path: &Path, cache_mb: u64) -> Result<Database, StoreError> {
+    Database::builder()
+        .set_cache_size(cache_bytes(cache_mb))
+        .open(path)
+        .map_err(|e| match e {
+            DatabaseError::DatabaseAlreadyOpen => StoreError::Unavailable(format!(
+                "{} is open in another process (a running server?): stop it, then compact",
+                path.display()
+            )),
+            other => StoreError::Unavailable(format!("cannot open {}: {other}", path.display())),
+        })
+}
+
+/// After a bulk load into the file of `table` under `dir` (closed by then): compacts it if it
+/// pays, and returns its size before and after when it did.
+pub fn after_bulk_load(
+    dir: &Path,
+    table: &str,
+    cache_mb: u64,
+) -> Result<Option<(FileSize, FileSize)>, StoreError> {
+    let path = file_path(dir, table);
+    let mut db = open_alone(&path, cache_mb)?;
+    when_it_pays(&mut db, &path, Count::Walked)
+}
+
 /// Compacts the file of `table` under `dir` with a page cache of `cache_mb` MiB (upgrading a
 /// file of an earlier version first, as opening it for serving would), and reports its size
 /// before and after and what it holds.
@@ -111,27 +277,125 @@ pub fn compact(dir: &Path, table: &str, cache_mb: u64) -> Result<Compaction, Sto
         )));
     }
     let before = file_size(&path)?;
-    let mut db = Database::builder()
-        .set_cache_size(cache_bytes(cache_mb))
-        .open(&path)
-        .map_err(|e| match e {
-            DatabaseError::DatabaseAlreadyOpen => StoreError::Unavailable(format!(
-                "{} is open in another process (a running server?): stop it, then compact",
-                path.display()
-            )),
-            other => StoreError::Unavailable(format!("cannot open {}: {other}", path.display())),
-        })?;
+    let mut db = open_alone(&path, cache_mb)?;
     upgrade(&db)?;
     let contents = contents(&db)?;
-    let mut passes = 0;
-    while passes < MAX_PASSES && db.compact().map_err(unavailable)? {
-        passes += 1;
-    }
+    let passes = compact_passes(&mut db)?;
+    let after = file_size(&path)?;
+    record(&db, after.apparent, entries(&db)?)?;
     drop(db);
     Ok(Compaction {
         before,
-        after: file_size(&path)?,
+        after,
         contents,
         passes,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::embedded::table::string_attr;
+    use crate::store::embedded::tests::item;
+    use crate::store::embedded::EmbeddedStore;
+    use crate::store::{AttributeValue, Index, Key, Query, Store, WriteOp};
+
+    const MIB: u64 = 1024 * 1024;
+
+    /// Compaction pays from a quarter of the file on disk free, and from 64 MiB free.
+    #[test]
+    fn compaction_pays_from_a_quarter_free_and_64_mib() {
+        let min = MIN_FREE_BYTES;
+        assert!(pays(1024 * MIB, 768 * MIB, min), "a quarter free");
+        assert!(
+            !pays(1024 * MIB, 768 * MIB + 1, min),
+            "just under a quarter"
+        );
+        assert!(pays(256 * MIB, 192 * MIB, min), "64 MiB, a quarter");
+        assert!(
+            !pays(200 * MIB, 140 * MIB, min),
+            "over a quarter, under 64 MiB"
+        );
+        assert!(
+            !pays(100 * MIB, 200 * MIB, min),
+            "more used than the file says"
+        );
+        assert!(!pays(0, 0, min));
+    }
+
+    /// A bulk load's walk finds nothing worth compacting in a fresh file and records its
+    /// count; once most rows are deleted, the start-up's estimate from that count sees the
+    /// free pages without reading them, and compacts: the file is smaller after, the rows left
+    /// read the same, and neither count finds more worth doing.
+    #[tokio::test]
+    async fn a_file_mostly_free_is_compacted_and_keeps_its_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = file_path(dir.path(), "gridgate");
+        let padding = "x".repeat(2_000);
+        let store = EmbeddedStore::open(dir.path(), "gridgate").unwrap();
+        store.ensure_table().await.unwrap();
+        let rows: Vec<_> = (0..3_000)
+            .map(|i| {
+                let mut it = item(&format!("p{i:05}"), "s", Some(&format!("{i:05}")));
+                it.insert("Pad".into(), AttributeValue::S(padding.clone()));
+                it
+            })
+            .collect();
+        store.put_many(rows).await.unwrap();
+        drop(store);
+
+        let mut db = open_alone(&path, 1).unwrap();
+        assert_eq!(
+            when_free(&mut db, &path, Count::Recorded, MIB).unwrap(),
+            None,
+            "no count yet"
+        );
+        assert_eq!(
+            when_free(&mut db, &path, Count::Walked, MIB).unwrap(),
+            None,
+            "a fresh load"
+        );
+        drop(db);
+
+        let store = EmbeddedStore::open(dir.path(), "gridgate").unwrap();
+        for chunk in (10..3_000).collect::<Vec<_>>().chunks(25) {
+            let deletes = chunk
+                .iter()
+                .map(|i| WriteOp::Delete {
+                    key: Key::new(format!("p{i:05}"), "s"),
+                    condition: None,
+                })
+                .collect();
+            store.transact_write(deletes).await.unwrap();
+        }
+        drop(store);
+
+        let mut db = open_alone(&path, 1).unwrap();
+        let (before, after) = when_free(&mut db, &path, Count::Recorded, MIB)
+            .unwrap()
+            .expect("it pays");
+        assert!(
+            after.on_disk * 2 < before.on_disk,
+            "{before:?} -> {after:?}"
+        );
+        for count in [Count::Recorded, Count::Walked] {
+            assert_eq!(
+                when_free(&mut db, &path, count, MIB).unwrap(),
+                None,
+                "{count:?}"
+            );
+        }
+        drop(db);
+        let store = EmbeddedStore::open(dir.path(), "gridgate").unwrap();
+        let left = store
+            .query(&Query::partition(Index::Gsi1, "s"))
+            .await
+            .unwrap();
+        let pks: Vec<_> = left
+            .items
+            .iter()
+            .map(|it| string_attr(it, "PK").unwrap().to_owned())
+            .collect();
+        assert_eq!(pks, (0..10).map(|i| format!("p{i:05}")).collect::<Vec<_>>());
+    }
 }
