@@ -53,6 +53,8 @@ WORK="$(mktemp -d)"
 PIDS=()
 cleanup() {
     local pid
+    # DynamoDB Local is known by DDB_PID from its launch, before it answers (ddb_start).
+    [ -n "${DDB_PID:-}" ] && PIDS+=("$DDB_PID")
     for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
     # Give them a moment to exit cleanly (JVM, Node), then make sure.
     for _ in $(seq 1 50); do
@@ -132,7 +134,6 @@ fi
 
 . benches/dynamodb_local.sh
 ddb_start "$WORK/dynamodb.log"
-PIDS+=("$DDB_PID")
 
 DDB_FLAGS=(--store dynamodb --endpoint "$ENDPOINT" --table "$TABLE")
 EMB_DIR="$WORK/embedded"

@@ -20,6 +20,7 @@ use crate::ids::{ProjectId, TenantId};
 use crate::paging::{CursorKeys, Limits};
 use crate::repo::verify;
 use crate::seed::{self, Synthetic};
+use crate::store::embedded::compact::WhenItPays;
 use crate::telemetry::TelemetryOptions;
 
 /// Default of `--max-filtered-reads` (the same as [`Limits::default`]).
@@ -531,6 +532,13 @@ async fn serve(args: ServeArgs) -> Result<(), CliError> {
         )
         .into());
     }
+    // Nothing has the file open yet: the one moment a server can compact it.
+    compact_when_it_pays(
+        &args.store,
+        "at start-up",
+        crate::store::embedded::compact::at_start_up,
+    )
+    .await;
     let store = args.store.open().await?;
     if !args.no_demo && seed::demo_if_missing(&store).await? {
         tracing::info!("loaded the demo data into the empty store");
@@ -613,25 +621,46 @@ async fn seed_command(args: SeedArgs) -> Result<(), CliError> {
         })
         .await?;
     }
-    // A bulk load leaves the embedded file grown ahead of its pages: compact it now, once
-    // nothing else has it open, if that pays.
+    // A bulk load's rows replace pages: compact the embedded file now, once nothing else has
+    // it open, if that pays.
     drop(store);
-    if args.store.store == crate::config::StoreKind::Embedded {
-        let (dir, table) = (args.store.data_dir.clone(), args.store.table.clone());
-        let cache_mb = args.store.cache_mb();
-        let done = tokio::task::spawn_blocking(move || {
-            crate::store::embedded::compact::after_bulk_load(&dir, &table, cache_mb)
-        })
-        .await??;
-        if let Some((before, after)) = done {
-            eprintln!(
-                "compacted the file: {:.1} MB apparent before, {:.1} MB after",
-                before.apparent as f64 / 1e6,
-                after.apparent as f64 / 1e6
-            );
-        }
+    if args.synthetic {
+        compact_when_it_pays(
+            &args.store,
+            "after the bulk load",
+            crate::store::embedded::compact::after_bulk_load,
+        )
+        .await;
     }
     Ok(())
+}
+
+/// A compaction of the embedded store's file when it pays (`compact::after_bulk_load` or
+/// `compact::at_start_up`), on the blocking pool. It is never worth failing a command for: a
+/// failure is logged, and the file is used as it is.
+async fn compact_when_it_pays(config: &StoreConfig, when: &'static str, compact: WhenItPays) {
+    if config.store != crate::config::StoreKind::Embedded {
+        return;
+    }
+    let (dir, table, cache_mb) = (
+        config.data_dir.clone(),
+        config.table.clone(),
+        config.cache_mb(),
+    );
+    match tokio::task::spawn_blocking(move || compact(&dir, &table, cache_mb)).await {
+        Ok(Ok(Some((before, after)))) => tracing::info!(
+            before_on_disk = before.on_disk,
+            after_on_disk = after.on_disk,
+            "compacted the file {when}"
+        ),
+        Ok(Ok(None)) => {}
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "could not compact the file {when}; it is used as it is")
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "could not compact the file {when}; it is used as it is")
+        }
+    }
 }
 
 /// `gridgate export`: the export module's bytes, read through a gateway over the store with

@@ -120,7 +120,9 @@ export const client = new ApolloClient({
         fields: {
           fieldValues: { merge: false },
           // The rows read the stored cells as one value (see `ROWS_READ` in queries.ts).
-          [CELLS]: { read: (_, { readField }) => readField("fieldValues") ?? [] },
+          // Missing cells read as missing (undefined), so a partly cached issue is not taken
+          // for a whole one.
+          [CELLS]: { read: (_, { readField }) => readField("fieldValues") },
         },
       },
       // A field is kept inside what holds it, not as an entity of its own: merging each

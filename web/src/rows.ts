@@ -8,7 +8,7 @@
 // end is unknown, and the count becomes known once the list has been read to its end.
 //
 // Each end is a series of chunks of CHUNK_PAGES pages. A chunk is one list in Apollo's cache,
-// grown by `fetchMore` and merged by `relayStylePagination`, and watched by one cache-only
+// grown page by page and merged by `relayStylePagination`, and watched by one cache-only
 // `ObservableQuery` over the reading document (`ROWS_READ` in queries.ts says why it is not
 // the request's own); the next chunk starts after the previous one's end cursor. Watching one
 // list of the whole grid would read all of it again on every page (the cache re-reads a list
@@ -67,6 +67,9 @@ interface Chunk {
   error: ApolloError | undefined;
   /** Pages asked for in this chunk (its first included). */
   pages: number;
+  /** Whether the chunk waits for its first page from the server before it shows what the
+   * cache holds (a list read anew: what the cache holds is what is being replaced). */
+  awaiting: boolean;
 }
 
 type End = "head" | "tail";
@@ -81,6 +84,10 @@ class RowWindow {
   private subscriptions: { unsubscribe(): void }[] = [];
 
   private stopResetListener: () => void;
+  /** Counts restarts and the disposal: an answer to a request of an earlier generation is
+   * dropped, not written, so a late page of a list read anew (or no longer shown) cannot
+   * overwrite the new one in the cache. */
+  private generation = 0;
 
   constructor(private readonly variables: OperationVariables, private readonly isView: boolean) {
     this.open("head", null);
@@ -91,6 +98,7 @@ class RowWindow {
   /** Drops every chunk and reads the list again from its first page (an error ends a
    * watched query's subscription, so a list that failed is read anew, not refetched). */
   restart() {
+    this.generation += 1;
     for (const s of this.subscriptions) s.unsubscribe();
     this.subscriptions = [];
     this.chunks = { head: [], tail: [] };
@@ -113,38 +121,56 @@ class RowWindow {
       variables,
       fetchPolicy: "cache-only",
     });
-    const chunk: Chunk = { query, variables, connection: undefined, error: undefined, pages: 1 };
+    const chunk: Chunk = { query, variables, connection: undefined, error: undefined, pages: 1, awaiting: fresh };
     this.chunks[end].push(chunk);
+    const show = () => {
+      chunk.connection = connectionOf(query.getCurrentResult().data) ?? chunk.connection;
+      this.changed();
+    };
     this.subscriptions.push(
       query.subscribe({
-        next: (result) => {
-          chunk.connection = connectionOf(result.data) ?? chunk.connection;
-          this.changed();
+        next: () => {
+          if (!chunk.awaiting) show();
         },
       }),
     );
     // What the cache holds answers the chunk, unless the list is being read anew.
     const held = query.getCurrentResult();
     if (!fresh && held.data && !held.partial && connectionOf(held.data)) return;
-    this.request(chunk, variables, (error) => {
-      chunk.error = error;
-      this.changed();
-    });
+    this.request(
+      variables,
+      () => {
+        chunk.awaiting = false;
+        chunk.error = undefined;
+        show();
+      },
+      (error) => {
+        chunk.awaiting = false;
+        chunk.error = error;
+        this.changed();
+      },
+    );
   }
 
-  /** Sends one page's request; the answer is written to the cache, where the chunk's watch
-   * reads it. `failed` is told why a page could not be read. */
-  private request(chunk: Chunk, variables: OperationVariables, failed: (error: ApolloError) => void): void {
+  /** Sends one page's request with the request document and writes the answer to the cache,
+   * where the chunk's watch reads it; then `done`, or `failed` with why the page could not be
+   * read. The request itself neither reads nor writes the cache (`no-cache`), and Apollo
+   * forgets it once answered. */
+  private request(variables: OperationVariables, done: () => void, failed: (error: ApolloError) => void): void {
+    const generation = this.generation;
+    const query = this.isView ? VIEW_ISSUES : ISSUES;
     // A GraphQL error rejects (the default error policy), as a failed request does.
-    chunk.query
-      .fetchMore({ query: this.isView ? VIEW_ISSUES : ISSUES, variables })
-      .then(() => {
-        if (chunk.error) {
-          chunk.error = undefined;
-          this.changed();
-        }
+    client
+      .query<Data>({ query, variables, fetchPolicy: "no-cache" })
+      .then((result) => {
+        if (generation !== this.generation) return;
+        client.cache.writeQuery({ query, variables, data: result.data });
+        done();
       })
-      .catch((error: unknown) => failed(error instanceof ApolloError ? error : new ApolloError({ networkError: error as Error })));
+      .catch((error: unknown) => {
+        if (generation !== this.generation) return;
+        failed(error instanceof ApolloError ? error : new ApolloError({ networkError: error as Error }));
+      });
   }
 
   private changed() {
@@ -158,6 +184,7 @@ class RowWindow {
   }
 
   dispose() {
+    this.generation += 1;
     for (const s of this.subscriptions) s.unsubscribe();
     this.listeners.clear();
     this.stopResetListener();
@@ -260,13 +287,22 @@ class RowWindow {
     }
     last.pages += 1;
     const variables: OperationVariables = { ...last.variables, ...(end === "head" ? { after: cursor } : { before: cursor }) };
-    this.request(last, variables, (error) => {
-      // The page may be asked for again (by scrolling to it); the message says why it is missing.
-      last.pages -= 1;
-      this.inFlight.delete(key);
-      this.failure = errorMessage(error);
-      this.changed();
-    });
+    this.request(
+      variables,
+      () => {
+        if (this.failure) {
+          this.failure = null;
+          this.changed();
+        }
+      },
+      (error) => {
+        // The page may be asked for again (by scrolling to it); the message says why it is missing.
+        last.pages -= 1;
+        this.inFlight.delete(key);
+        this.failure = errorMessage(error);
+        this.changed();
+      },
+    );
   }
 }
 

@@ -111,7 +111,7 @@ pub(super) fn contents(db: &Database) -> Result<Contents, StoreError> {
 
 /// How the free pages are counted before deciding whether compaction pays.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Count {
+enum Count {
     /// Every page walked (redb's stats): exact, and as costly as reading the file (about a
     /// second per GB from the OS's cache, several from disk); for the end of a bulk load,
     /// whose pages the OS still caches.
@@ -210,9 +210,9 @@ fn compact_passes(db: &mut Database) -> Result<u32, StoreError> {
 }
 
 /// Compacts the open file at `path` if it pays (see [`pays`]), its free pages counted by
-/// `count`; returns its size before and after when it did. The caller must be the file's only user: the store as it opens, or the
-/// bulk loader once it has finished.
-pub(super) fn when_it_pays(
+/// `count`; returns its size before and after when it did. The caller must be the file's
+/// only user: a server before it opens the store, or the bulk loader once it has finished.
+fn when_it_pays(
     db: &mut Database,
     path: &Path,
     count: Count,
@@ -228,7 +228,12 @@ fn when_free(
 ) -> Result<Option<(FileSize, FileSize)>, StoreError> {
     let before = file_size(path)?;
     match used_bytes(db, count)? {
-        Some(used) if pays(before.on_disk, used, min_free) => {}
+        Some(used) if pays(before.on_disk, used, min_free) => tracing::info!(
+            path = %path.display(),
+            on_disk = before.on_disk,
+            free = before.on_disk.saturating_sub(used),
+            "compacting the file: a quarter or more of it is free pages"
+        ),
         _ => return Ok(None),
     }
     compact_passes(db)?;
@@ -253,8 +258,13 @@ fn open_alone(path: &Path, cache_mb: u64) -> Result<Database, StoreError> {
         })
 }
 
+/// The compactions run when they pay ([`after_bulk_load`], [`at_start_up`]): given the data
+/// directory, the table and the cache in MiB, the file's size before and after when it was
+/// compacted.
+pub type WhenItPays = fn(&Path, &str, u64) -> Result<Option<(FileSize, FileSize)>, StoreError>;
+
 /// After a bulk load into the file of `table` under `dir` (closed by then): compacts it if it
-/// pays, and returns its size before and after when it did.
+/// pays, every page counted, and returns its size before and after when it did.
 pub fn after_bulk_load(
     dir: &Path,
     table: &str,
@@ -263,6 +273,22 @@ pub fn after_bulk_load(
     let path = file_path(dir, table);
     let mut db = open_alone(&path, cache_mb)?;
     when_it_pays(&mut db, &path, Count::Walked)
+}
+
+/// Before a server opens the file of `table` under `dir`: compacts it if the recorded count
+/// says it pays (no page is read to decide), and returns its size before and after when it
+/// did. A missing file is left for the store to create.
+pub fn at_start_up(
+    dir: &Path,
+    table: &str,
+    cache_mb: u64,
+) -> Result<Option<(FileSize, FileSize)>, StoreError> {
+    let path = file_path(dir, table);
+    if !path.exists() {
+        return Ok(None);
+    }
+    let mut db = open_alone(&path, cache_mb)?;
+    when_it_pays(&mut db, &path, Count::Recorded)
 }
 
 /// Compacts the file of `table` under `dir` with a page cache of `cache_mb` MiB (upgrading a

@@ -119,24 +119,12 @@ impl EmbeddedStore {
             StoreError::Unavailable(format!("cannot create {}: {e}", dir.display()))
         })?;
         let path = dir.join(format!("{table}.redb"));
-        let mut db = Database::builder()
+        let db = Database::builder()
             .set_cache_size(cache_bytes(cache_mb))
             .create(&path)
             .map_err(|e| StoreError::Unavailable(format!("cannot open {}: {e}", path.display())))?;
         if upgrade(&db)? {
             tracing::info!(path = %path.display(), "upgraded the file to the current tables");
-        }
-        // Nothing else has the file yet: the one moment a server can compact it. The free
-        // pages are estimated from the last count, so that a start-up never reads the file.
-        if let Some((before, after)) =
-            compact::when_it_pays(&mut db, &path, compact::Count::Recorded)?
-        {
-            tracing::info!(
-                path = %path.display(),
-                before = before.on_disk,
-                after = after.on_disk,
-                "compacted the file: a quarter or more of it was free pages"
-            );
         }
         let ready = tables_exist(&db)?;
         Ok(EmbeddedStore {
