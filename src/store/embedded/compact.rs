@@ -7,7 +7,7 @@
 //! pages it needs. Compaction moves the live pages to the front of the file and truncates it.
 //! It needs the file to itself, so it runs where nothing else has the file open: by
 //! `gridgate compact` (a running server's lock is reported as such), at the end of a bulk
-//! load, and as the store opens, the last two only when it pays ([`when_it_pays`]).
+//! load, and before a server opens the store, the last two only when it pays ([`when_it_pays`]).
 
 use std::path::{Path, PathBuf};
 
