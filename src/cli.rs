@@ -647,16 +647,17 @@ async fn compact_when_it_pays(config: &StoreConfig, when: &'static str, compact:
         config.table.clone(),
         config.cache_mb(),
     );
-    match tokio::task::spawn_blocking(move || compact(&dir, &table, cache_mb)).await {
-        Ok(Ok(Some((before, after)))) => tracing::info!(
+    let done = tokio::task::spawn_blocking(move || compact(&dir, &table, cache_mb))
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|done| done.map_err(|e| e.to_string()));
+    match done {
+        Ok(Some((before, after))) => tracing::info!(
             before_on_disk = before.on_disk,
             after_on_disk = after.on_disk,
             "compacted the file {when}"
         ),
-        Ok(Ok(None)) => {}
-        Ok(Err(e)) => {
-            tracing::warn!(error = %e, "could not compact the file {when}; it is used as it is")
-        }
+        Ok(None) => {}
         Err(e) => {
             tracing::warn!(error = %e, "could not compact the file {when}; it is used as it is")
         }

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use redb::{
     Database, DatabaseError, ReadableDatabase, ReadableTable, ReadableTableMetadata,
-    TableDefinition,
+    TableDefinition, TableError,
 };
 
 use super::cache_bytes;
@@ -132,17 +132,16 @@ const PAGES_KEY: &str = "pages";
 /// whose tables are not created yet has none.
 fn entries(db: &Database) -> Result<u64, StoreError> {
     let txn = db.begin_read().map_err(unavailable)?;
-    let items = match txn.open_table(ITEMS) {
-        Ok(table) => table.len().map_err(unavailable)?,
-        Err(redb::TableError::TableDoesNotExist(_)) => 0,
-        Err(e) => return Err(unavailable(e)),
-    };
-    let index = match txn.open_table(GSI1_INDEX) {
-        Ok(table) => table.len().map_err(unavailable)?,
-        Err(redb::TableError::TableDoesNotExist(_)) => 0,
-        Err(e) => return Err(unavailable(e)),
-    };
-    Ok(items + index)
+    Ok(len_or_zero(txn.open_table(ITEMS))? + len_or_zero(txn.open_table(GSI1_INDEX))?)
+}
+
+/// The entries of a table as opened, none when it does not exist.
+fn len_or_zero(opened: Result<impl ReadableTableMetadata, TableError>) -> Result<u64, StoreError> {
+    match opened {
+        Ok(table) => table.len().map_err(unavailable),
+        Err(TableError::TableDoesNotExist(_)) => Ok(0),
+        Err(e) => Err(unavailable(e)),
+    }
 }
 
 /// Records that `used` bytes of pages hold `entries` entries.
@@ -173,7 +172,7 @@ fn used_bytes(db: &Database, count: Count) -> Result<Option<u64>, StoreError> {
             let txn = db.begin_read().map_err(unavailable)?;
             let pages = match txn.open_table(PAGES) {
                 Ok(pages) => pages,
-                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+                Err(TableError::TableDoesNotExist(_)) => return Ok(None),
                 Err(e) => return Err(unavailable(e)),
             };
             Ok(pages
