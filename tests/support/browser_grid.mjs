@@ -9,10 +9,12 @@
 // (`playwright`), the browser (`chromium`), the time limit of each step (`stepTimeoutMs`) and
 // the `scenario` with its parameters:
 //
-//   scroll   { urls: [path…], upwards?: [bool…] }: opens each grid and scrolls it from top to
-//            bottom (or jumps to its end and scrolls up to its top), collecting
-//            every row's aria-rowindex, num and name; also the GraphQL page requests sent,
-//            the long tasks seen while scrolling, and when the first 50 rows were on screen.
+//   scroll   { urls: [path…], upwards?: [bool…], back?: [bool…] }: opens each grid and
+//            scrolls it from top to bottom (or jumps to its end and scrolls up to its top),
+//            collecting every row's aria-rowindex, num and name; also the GraphQL page
+//            requests sent, the long tasks seen while scrolling, and when the first 50 rows
+//            were on screen. With `back`, it then scrolls back up to the top, collecting the
+//            rows again (`back.rows`, and the requests of both ways in `back.operations`).
 //   load     { urls: [path…] }: opens each grid in a fresh page; when were 50 rows on screen.
 //   firstPaint { urls: [path…], rows? }: opens each grid with the page's script withheld (the
 //            first paint alone) and whole; the markup of each and the requests sent.
@@ -208,9 +210,16 @@ async function scrollAll(page) {
 /** Jumps to the end of the grid, then scrolls up to the top a screenful at a time, collecting
  * every row once: the tail read backward (`last`/`before`) until it meets the head. */
 async function scrollAllUp(page) {
+  await page.getByRole('button', { name: 'Jump to end' }).click();
+  const scrolled = await scrollBackUp(page);
+  return { ...scrolled, rowCount: Number(await page.getAttribute('[role="grid"]', 'aria-rowcount')) };
+}
+
+/** From where the grid stands, scrolls up to its top a screenful at a time, collecting every
+ * row once: rows released on the way down are read again. */
+async function scrollBackUp(page) {
   const seen = new Map();
   const duplicates = [];
-  await page.getByRole('button', { name: 'Jump to end' }).click();
   for (let step = 0; ; step++) {
     await rendered(page);
     await settled(page);
@@ -227,8 +236,7 @@ async function scrollAllUp(page) {
     if (atTop) break;
     if (step > 100000) throw new Error('the grid never reached its top');
   }
-  const rows = [...seen.values()].sort((a, b) => a.index - b.index);
-  return { rows, duplicates, rowCount: Number(await page.getAttribute('[role="grid"]', 'aria-rowcount')) };
+  return { rows: [...seen.values()].sort((a, b) => a.index - b.index), duplicates };
 }
 
 async function scenarioScroll() {
@@ -247,7 +255,9 @@ async function scenarioScroll() {
     }));
     const loadMs = Date.now() - started;
     const scrolled = upwards ? await scrollAllUp(page) : await scrollAll(page);
-    out.push({ url, upwards, firstRowsMs, loadMs, scrollMs: Date.now() - started - loadMs, operations, initial, ...scrolled });
+    const down = { ...operations };
+    const back = spec.back?.[i] === true ? { ...(await scrollBackUp(page)), operations } : null;
+    out.push({ url, upwards, firstRowsMs, loadMs, scrollMs: Date.now() - started - loadMs, operations: down, initial, ...scrolled, back });
     report.violations.push(...(await page.evaluate(() => window.__violations)));
     await page.close();
   }

@@ -297,6 +297,7 @@ export function GridPage(props: { location: GridLocation }) {
     if (!name) return;
     const result = await createIssue(source, name, orders, filter, allColumns, otherLists());
     setBanner(result.error);
+    if (result.reread) rows.retry();
     if (result.index != null) setReveal({ row: result.index, serial: Date.now() });
   };
 

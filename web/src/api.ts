@@ -16,7 +16,9 @@ import { CELLS } from "./queries";
 // sets, 10,000 arrays) are smaller than a grid scrolled through 25,000 issues holds, and past
 // them every page read the whole list again, evicting and recomputing as it went (seconds per
 // page at 10,000 rows, when each issue's cells were memoised too). The bounds only cap what
-// was read.
+// was read. (What they hold of rows the grid has released stays until newer reads push it
+// out: the page's heap still grows with the rows scrolled through, though more slowly than
+// the cache's, which the grid bounds; see rows.ts.)
 cacheSizes["inMemoryCache.executeSelectionSet"] = 2_000_000;
 cacheSizes["inMemoryCache.executeSubSelectedArray"] = 1_000_000;
 
@@ -61,6 +63,28 @@ function end(args: Record<string, unknown> | null, variables: Record<string, unk
   return `${args && args.last != null ? "tail" : "head"}:${Number(variables?.[CHUNK] ?? 0)}`;
 }
 
+/** The start of the name a list of a project's issues is kept under in the cache: its order
+ * and filter (the end and chunk follow). */
+function projectListPrefix(args: Record<string, unknown> | null): string {
+  return `issues:${JSON.stringify({ orderBy: args?.orderBy ?? null, filter: args?.filter ?? null })}:`;
+}
+
+/** The entity holding a grid's lists (a project's issues under an order and a filter, or a
+ * view's), and the start of their names in the cache (`<prefix>head:<chunk>`,
+ * `<prefix>tail:<chunk>`), from the variables every page of the grid shares. */
+export function listsOf(variables: Record<string, unknown>): { id: string | undefined; prefix: string } {
+  return variables.view != null
+    ? { id: client.cache.identify({ __typename: "View", id: variables.view as string }), prefix: "issues:" }
+    : { id: client.cache.identify({ __typename: "Project", id: variables.id as string }), prefix: projectListPrefix(variables) };
+}
+
+/** Where the cache keeps the list of the chunk whose first page `variables` ask for: the
+ * entity and the field's name, to drop it (see rows.ts). */
+export function chunkList(variables: Record<string, unknown>): { id: string | undefined; name: string } {
+  const { id, prefix } = listsOf(variables);
+  return { id, name: `${prefix}${end(variables, variables)}` };
+}
+
 /** Drops the page's own variables before a request leaves. */
 const serverVariablesOnly = new ApolloLink((operation, forward) => {
   if (CHUNK in operation.variables) {
@@ -99,10 +123,7 @@ export const client = new ApolloClient({
     typePolicies: {
       Project: {
         fields: {
-          issues: relayStylePagination(
-            (args, { variables }) =>
-              `issues:${JSON.stringify({ orderBy: args?.orderBy ?? null, filter: args?.filter ?? null })}:${end(args, variables)}`,
-          ),
+          issues: relayStylePagination((args, { variables }) => `${projectListPrefix(args)}${end(args, variables)}`),
           customFields: { merge: false },
           views: { merge: false },
         },

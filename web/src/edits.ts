@@ -4,13 +4,14 @@
 // overwrites it. A new issue is put where the current order lists it, and a deleted one
 // leaves every list it was in; neither refetches a page.
 import type { ApolloCache, Reference } from "@apollo/client";
-import { client, errorCode, errorMessage } from "./api";
+import { client, errorCode, errorMessage, listsOf } from "./api";
 import type { Column } from "./columns";
 import { compareIssues, displayValue, rawValue } from "./columns";
 import { ask } from "./dialogs";
 import { CREATE_ISSUE, DELETE_ISSUE, ISSUES, ISSUE_BY_ID, ROWS_READ, SET_CELL, UPDATE_ISSUE } from "./queries";
 import type { Connection, Edge, Issue, IssueFilter, IssueOrder } from "./queries";
 import type { Source } from "./source";
+import { variablesOf } from "./source";
 
 /** The issue as it will read once `value` is written to `column`. */
 function edited(issue: Issue, column: Column, value: string | null, columns: Column[]): Issue {
@@ -112,14 +113,10 @@ async function writeNow(issue: Issue, column: Column, value: string | null, colu
   }
 }
 
-/** The entity holding a source's lists, and the prefix of their cache entry names
- * (`<prefix>head:<chunk>`, `<prefix>tail:<chunk>`; see `api.ts` and `rows.ts`). */
+/** The entity holding a source's lists, and the start of their names in the cache. */
 function entries(source: Source): { id: string; prefix: string } {
-  if (source.kind === "view") {
-    return { id: client.cache.identify({ __typename: "View", id: source.viewId }) ?? "", prefix: "issues:" };
-  }
-  const key = `issues:${JSON.stringify({ orderBy: source.orderBy, filter: source.filter })}:`;
-  return { id: client.cache.identify({ __typename: "Project", id: source.projectId }) ?? "", prefix: key };
+  const { id, prefix } = listsOf(variablesOf(source));
+  return { id: id ?? "", prefix };
 }
 
 /** Every list of `source` in the cache, by entry name. */
@@ -153,7 +150,8 @@ function changeLists(source: Source, change: (name: string, list: StoredConnecti
 }
 
 /** Creates an issue and, when it belongs in the list on screen, puts it in its place. Resolves
- * to its row's index in the list (null when it is not in the list or not yet read). */
+ * to its row's index in the list (null when it is not in the list or not yet read), or asks
+ * for the list to be read again (`reread`) when its place is among rows the grid released. */
 export async function createIssue(
   source: Source,
   name: string,
@@ -161,7 +159,7 @@ export async function createIssue(
   filter: IssueFilter | null,
   columns: Column[],
   otherViews: string[],
-): Promise<{ index: number | null; error: string | null }> {
+): Promise<{ index: number | null; error: string | null; reread?: boolean }> {
   let issue: Issue;
   try {
     const created = await client.mutate<{ createIssue: { issue: Issue } }>({
@@ -203,10 +201,15 @@ export async function createIssue(
   const tails = numbered("tail").sort((a, b) => b.n - a.n);
   const readable = (list: StoredConnection) => list.edges.map(readIssue);
   const before = (nodes: (Issue | null)[]) => nodes.findIndex((node) => node != null && compareIssues(issue, node, orders, columns) < 0);
+  // The grid releases chunks far from view (rows.ts): the lists held are the head's from its
+  // first chunk up to the first one released, where the count of rows before a place is known.
+  const gap = heads.findIndex((head, i) => head.n !== i);
+  const held = gap < 0 ? heads : heads.slice(0, gap);
+  const whole = gap < 0 && tails.every((tail, i) => tail.n === tails.length - 1 - i);
   let target: { name: string; at: number } | null = null;
   let index: number | null = null;
   let offset = 0;
-  for (const [i, { name, list }] of heads.entries()) {
+  for (const [i, { name, list }] of held.entries()) {
     const nodes = readable(list);
     const at = before(nodes);
     if (at >= 0 || (i === heads.length - 1 && !list.pageInfo.hasNextPage)) {
@@ -217,6 +220,9 @@ export async function createIssue(
     }
     offset += nodes.filter((n) => n != null).length;
   }
+  // Past a released chunk, where the issue goes among the rows is not known here: the list is
+  // read again (the caller's `reread`), which puts it in its place.
+  if (!target && !whole) return { index: null, error: null, reread: true };
   if (!target && tails.length > 0) {
     // Rows of the tail after the new one, to place it counting from the end.
     let after = 0;

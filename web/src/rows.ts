@@ -15,17 +15,33 @@
 // when it changes): tens of milliseconds per page at 10,000 rows, long tasks while scrolling.
 // A chunk re-reads at most CHUNK_PAGES × PAGE rows, and the chunks that did not change are
 // not read at all (the cache keys each chunk apart; see `CHUNK` in api.ts).
+//
+// The rows the cache holds are bounded, whatever the list's length: a chunk more than KEEP
+// rows away from the visible range is released (its list leaves the cache, and its issues
+// with it), and read again, page by page from the same cursor, when it comes back into view,
+// as AG Grid's infinite row model does with `maxBlocksInCache`. A released chunk keeps its
+// length and its far cursor, so the rows after it keep their indices and its second reading
+// can be checked against its first: a list changed in between is read again from the top.
+// Holding every row read left 82 MB live after a scroll through 10,000 issues, and V8's full
+// collections of that heap paused the page for 20 to 40 ms, now and then inside a frame's work
+// (a long task); releasing leaves 56 MB (Apollo's memoised reads of released rows stay until
+// newer reads push them out, api.ts) and no long task.
 import { startTransition, useEffect, useMemo, useState } from "react";
 import { ApolloError } from "@apollo/client";
 import type { ObservableQuery, OperationVariables } from "@apollo/client";
-import { CHUNK, client, errorMessage } from "./api";
+import { CHUNK, chunkList, client, errorMessage } from "./api";
 import { ISSUES, ROWS_READ, VIEW_ISSUES } from "./queries";
-import type { Connection, Edge, Issue } from "./queries";
-import { listSize, pageVariables, variablesOf } from "./source";
+import type { Connection, Issue } from "./queries";
+import { listSize, pageVariables, PAGE, variablesOf } from "./source";
 import type { Source } from "./source";
 
 /** Pages per chunk (see the module comment). */
-const CHUNK_PAGES = 10;
+const CHUNK_PAGES = 5;
+
+/** How many rows on each side of the visible range the grid keeps: a chunk wholly farther
+ * away is released (see the module comment). Ten screens or so, so that scrolling back a
+ * little never waits on the server. */
+const KEEP = CHUNK_PAGES * PAGE;
 
 interface Data {
   project: {
@@ -41,7 +57,8 @@ export interface Rows {
   rowCount: number;
   /** The issue at row `index` (from 0), or undefined while its page has not been read. */
   rowAt(index: number): Issue | undefined;
-  /** Asks for the pages holding rows `start..=end` (the visible range). */
+  /** Asks for the pages holding rows `start..=end` (the visible range), and releases the
+   * chunks far from it. */
   want(start: number, end: number): void;
   /** How many rows have been read (a lower bound on the total when it is unknown). */
   loaded: number;
@@ -58,9 +75,20 @@ function connectionOf(data: Data | undefined): Connection | undefined {
   return data?.project?.issues ?? data?.project?.view?.issues ?? undefined;
 }
 
-/** One chunk: a list in the cache, watched. */
+/** What a chunk held when it was released: kept while it is released and read again. */
+interface Held {
+  /** Its rows and its pages. */
+  length: number;
+  pages: number;
+  /** The cursor at its far side (the end's for the head, the start's for the tail): where
+   * the next chunk begins, and so where its second reading must end. */
+  farCursor: string | null;
+}
+
+/** One chunk: a list in the cache, watched, or a released one's place. */
 interface Chunk {
-  query: ObservableQuery<Data>;
+  /** The chunk's watch, or null while it is released. */
+  watch: { query: ObservableQuery<Data>; subscription: { unsubscribe(): void } } | null;
   /** The variables of the chunk's first page. */
   variables: OperationVariables;
   connection: Connection | undefined;
@@ -70,9 +98,24 @@ interface Chunk {
   /** Whether the chunk waits for its first page from the server before it shows what the
    * cache holds (a list read anew: what the cache holds is what is being replaced). */
   awaiting: boolean;
+  /** What the chunk held, while it is released or being read again (null otherwise). */
+  held: Held | null;
 }
 
 type End = "head" | "tail";
+
+/** How many rows a chunk spans: what it holds, or held before it was released. */
+function lengthOf(chunk: Chunk): number {
+  return chunk.held ? chunk.held.length : (chunk.connection?.edges.length ?? 0);
+}
+
+/** Row `i` of a chunk's span. A chunk read again holds a part of its span: the start of it
+ * in the head, the end of it in the tail (whose pages are read backward). */
+function rowIn(chunk: Chunk, end: End, i: number): Issue | undefined {
+  const edges = chunk.connection?.edges ?? [];
+  const j = chunk.held && end === "tail" ? i - (chunk.held.length - edges.length) : i;
+  return j >= 0 && j < edges.length ? edges[j].node : undefined;
+}
 
 /** The rows of one source (an order and filter, or a view): both ends' chunks, what is in
  * flight, and the listeners to tell when a chunk changes. */
@@ -81,16 +124,20 @@ class RowWindow {
   private inFlight = new Set<string>();
   private failure: string | null = null;
   private listeners = new Set<() => void>();
-  private subscriptions: { unsubscribe(): void }[] = [];
 
   private stopResetListener: () => void;
   /** Counts restarts and the disposal: an answer to a request of an earlier generation is
    * dropped, not written, so a late page of a list read anew (or no longer shown) cannot
    * overwrite the new one in the cache. */
   private generation = 0;
+  /** Whether a collection of the cache is due (see `forget`). */
+  private collecting = false;
+  /** The row count last shown: a list read anew keeps it until its first page answers, so
+   * that the grid neither shrinks to nothing nor loses its scroll position meanwhile. */
+  private shownCount = 0;
 
   constructor(private readonly variables: OperationVariables, private readonly isView: boolean) {
-    this.open("head", null);
+    this.open("head", 0, null);
     // Signing in resets the cache: read the list again from its first page.
     this.stopResetListener = client.onResetStore(async () => this.restart());
   }
@@ -99,20 +146,23 @@ class RowWindow {
    * watched query's subscription, so a list that failed is read anew, not refetched). */
   restart() {
     this.generation += 1;
-    for (const s of this.subscriptions) s.unsubscribe();
-    this.subscriptions = [];
+    this.unwatchAll();
     this.chunks = { head: [], tail: [] };
     this.inFlight.clear();
     this.failure = null;
-    this.open("head", null, true);
+    this.open("head", 0, null, true);
     this.changed();
   }
 
-  /** Starts chunk number `chunks[end].length` of `end`, after (or before) `cursor`; `fresh`
-   * asks the server even when the cache has an answer (a restart: what the cache holds, a
-   * view nulled by VIEW_BUILDING say, is what is being replaced). */
-  private open(end: End, cursor: string | null, fresh = false) {
-    const index = this.chunks[end].length;
+  private unwatchAll() {
+    for (const chunk of [...this.chunks.head, ...this.chunks.tail]) chunk.watch?.subscription.unsubscribe();
+  }
+
+  /** Starts chunk `index` of `end`, after (or before) `cursor`: a new one, or a released one
+   * read again (`held`). `fresh` asks the server even when the cache has an answer (a
+   * restart: what the cache holds, a view nulled by VIEW_BUILDING say, is what is being
+   * replaced). */
+  private open(end: End, index: number, cursor: string | null, fresh = false, held: Held | null = null) {
     const variables: OperationVariables = { ...pageVariables(this.variables, end, cursor), [CHUNK]: index };
     // The chunk is watched in the cache only, through the reading document; its pages are
     // asked for with the request document (see `ROWS_READ`).
@@ -121,35 +171,47 @@ class RowWindow {
       variables,
       fetchPolicy: "cache-only",
     });
-    const chunk: Chunk = { query, variables, connection: undefined, error: undefined, pages: 1, awaiting: fresh };
-    this.chunks[end].push(chunk);
-    const show = () => {
-      chunk.connection = connectionOf(query.getCurrentResult().data) ?? chunk.connection;
-      this.changed();
-    };
-    this.subscriptions.push(
-      query.subscribe({
+    const chunk: Chunk = { watch: null, variables, connection: undefined, error: undefined, pages: 1, awaiting: fresh, held };
+    this.chunks[end][index] = chunk;
+    chunk.watch = {
+      query,
+      subscription: query.subscribe({
         next: () => {
-          if (!chunk.awaiting) show();
+          if (!chunk.awaiting) this.show(chunk);
         },
       }),
-    );
+    };
     // What the cache holds answers the chunk, unless the list is being read anew.
-    const held = query.getCurrentResult();
-    if (!fresh && held.data && !held.partial && connectionOf(held.data)) return;
+    const cached = query.getCurrentResult();
+    if (!fresh && cached.data && !cached.partial && connectionOf(cached.data)) return;
     this.request(
       variables,
       () => {
         chunk.awaiting = false;
         chunk.error = undefined;
-        show();
+        this.show(chunk);
+        if (chunk.held) this.readOn(end, chunk);
       },
       (error) => {
         chunk.awaiting = false;
-        chunk.error = error;
+        if (chunk.held) {
+          // A released chunk read again stays released: scrolling to it asks again.
+          this.release(end, chunk);
+          this.failure = errorMessage(error);
+        } else {
+          chunk.error = error;
+        }
         this.changed();
       },
     );
+  }
+
+  /** Takes what the cache holds for a chunk now (its watch tells of a change only after
+   * the task that wrote it). */
+  private show(chunk: Chunk) {
+    if (!chunk.watch) return;
+    chunk.connection = connectionOf(chunk.watch.query.getCurrentResult().data) ?? chunk.connection;
+    this.changed();
   }
 
   /** Sends one page's request with the request document and writes the answer to the cache,
@@ -173,6 +235,140 @@ class RowWindow {
       });
   }
 
+  /** The variables of the page after (head) or before (tail) what `chunk` holds, or null
+   * when there is none. */
+  private nextPage(end: End, chunk: Chunk): OperationVariables | null {
+    const connection = chunk.connection;
+    if (!connection) return null;
+    const more = end === "head" ? connection.pageInfo.hasNextPage : connection.pageInfo.hasPreviousPage;
+    const cursor = end === "head" ? connection.pageInfo.endCursor : connection.pageInfo.startCursor;
+    if (!more || !cursor) return null;
+    return { ...chunk.variables, ...(end === "head" ? { after: cursor } : { before: cursor }) };
+  }
+
+  /** Reads a released chunk's next page, until it holds as many pages as it did; then checks
+   * that it ends where it ended (the list did not change in between). */
+  private readOn(end: End, chunk: Chunk) {
+    const held = chunk.held;
+    if (!held || this.chunks[end].indexOf(chunk) < 0) return;
+    const next = this.nextPage(end, chunk);
+    if (chunk.pages < held.pages && next) {
+      chunk.pages += 1;
+      this.request(
+        next,
+        () => {
+          this.show(chunk);
+          this.readOn(end, chunk);
+        },
+        (error) => {
+          // Released again: scrolling to it reads it again.
+          this.release(end, chunk);
+          this.failure = errorMessage(error);
+          this.changed();
+        },
+      );
+      return;
+    }
+    const connection = chunk.connection;
+    const far = end === "head" ? connection?.pageInfo.endCursor : connection?.pageInfo.startCursor;
+    if (connection?.edges.length === held.length && (far ?? null) === held.farCursor) {
+      chunk.held = null;
+      if (this.failure) this.failure = null;
+      this.changed();
+      return;
+    }
+    this.restart();
+    this.failure = "The list changed while it was read: it is read again from the top.";
+    this.changed();
+  }
+
+  /** Releases a chunk: its watch stops, and its list leaves the cache (its issues follow at
+   * the next collection). Its length and far cursor stay, to read it again. */
+  private release(end: End, chunk: Chunk) {
+    chunk.watch?.subscription.unsubscribe();
+    chunk.watch = null;
+    chunk.held ??= {
+      length: lengthOf(chunk),
+      pages: chunk.pages,
+      farCursor: (end === "head" ? chunk.connection?.pageInfo.endCursor : chunk.connection?.pageInfo.startCursor) ?? null,
+    };
+    chunk.connection = undefined;
+    chunk.pages = 0;
+    this.forget([chunk]);
+    this.changed();
+  }
+
+  /** Drops a chunk's list from the cache, and collects the issues no list holds any more
+   * once the browser is idle: a collection walks the whole cache, a few milliseconds. */
+  private forget(chunks: Chunk[]) {
+    const lists = chunks.map((chunk) => chunkList(chunk.variables));
+    // A window's lists all belong to one project or view.
+    const id = lists[0]?.id;
+    const names = new Set(lists.map((list) => list.name));
+    if (id) {
+      client.cache.modify({
+        id,
+        fields: { issues: (stored, { storeFieldName, DELETE }) => (names.has(storeFieldName) ? DELETE : stored) },
+      });
+    }
+    if (this.collecting) return;
+    this.collecting = true;
+    const collect = () => {
+      this.collecting = false;
+      client.cache.gc();
+    };
+    if (typeof requestIdleCallback === "function") requestIdleCallback(collect, { timeout: 1000 });
+    else setTimeout(collect, 0);
+  }
+
+  /** Releases the chunks wholly more than KEEP rows away from rows `start..=end`. The first
+   * chunk of the head and the last of each end (where the list grows) are kept, and so is a
+   * chunk with a page on its way. */
+  private releaseFar(start: number, end: number, tailStart: number) {
+    const far = (from: number, length: number) => from + length < start - KEEP || from > end + KEEP;
+    let from = 0;
+    this.chunks.head.forEach((chunk, k) => {
+      const length = lengthOf(chunk);
+      if (k > 0 && k < this.chunks.head.length - 1 && this.releasable(chunk) && far(from, length)) this.release("head", chunk);
+      from += length;
+    });
+    if (!Number.isFinite(tailStart)) return;
+    let to = tailStart + this.chunks.tail.reduce((n, chunk) => n + lengthOf(chunk), 0);
+    this.chunks.tail.forEach((chunk, k) => {
+      const length = lengthOf(chunk);
+      to -= length;
+      if (k < this.chunks.tail.length - 1 && this.releasable(chunk) && far(to, length)) this.release("tail", chunk);
+    });
+  }
+
+  /** Whether a chunk is whole and settled: watched, every page answered, none failed. */
+  private releasable(chunk: Chunk): boolean {
+    return chunk.watch !== null && chunk.held === null && !chunk.awaiting && chunk.error === undefined && chunk.connection !== undefined;
+  }
+
+  /** The chunk spanning row `index`, if any (the head's, then the tail's). */
+  private locate(index: number, tailStart: number): { end: End; index: number; chunk: Chunk } | null {
+    let from = 0;
+    for (const [k, chunk] of this.chunks.head.entries()) {
+      from += lengthOf(chunk);
+      if (index < from) return { end: "head", index: k, chunk };
+    }
+    if (index < tailStart) return null;
+    let at = tailStart;
+    for (let k = this.chunks.tail.length - 1; k >= 0; k--) {
+      const chunk = this.chunks.tail[k];
+      at += lengthOf(chunk);
+      if (index < at) return { end: "tail", index: k, chunk };
+    }
+    return null;
+  }
+
+  /** Reads a released chunk again, from the cursor it started at. */
+  private reread(end: End, index: number, chunk: Chunk) {
+    const cursor = (end === "head" ? chunk.variables.after : chunk.variables.before) as string | null;
+    this.open(end, index, cursor ?? null, true, chunk.held);
+  }
+
   private changed() {
     this.snapshot = null;
     for (const listener of this.listeners) listener();
@@ -183,9 +379,12 @@ class RowWindow {
     return () => this.listeners.delete(listener);
   }
 
+  /** Stops every watch and drops the lists from the cache: a grid shown again reads them
+   * again, and a grid's memory does not outlive it. */
   dispose() {
     this.generation += 1;
-    for (const s of this.subscriptions) s.unsubscribe();
+    this.unwatchAll();
+    this.forget([...this.chunks.head, ...this.chunks.tail]);
     this.listeners.clear();
     this.stopResetListener();
   }
@@ -195,52 +394,58 @@ class RowWindow {
   /** The rows as they stand; a new object after each change, the same one until then. */
   rows(): Rows {
     if (this.snapshot) return this.snapshot;
-    const head = this.chunks.head.map((c) => c.connection?.edges ?? []);
-    const tail = this.chunks.tail.map((c) => c.connection?.edges ?? []);
-    const first = this.chunks.head[0]?.connection;
-    const lastHead = this.chunks.head[this.chunks.head.length - 1]?.connection;
-    const headLength = head.reduce((n, edges) => n + edges.length, 0);
-    const tailLength = tail.reduce((n, edges) => n + edges.length, 0);
+    const head = [...this.chunks.head];
+    const tail = [...this.chunks.tail];
+    const first = head[0]?.connection;
+    const lastHead = head[head.length - 1]?.connection;
+    const headLength = head.reduce((n, chunk) => n + lengthOf(chunk), 0);
+    const tailLength = tail.reduce((n, chunk) => n + lengthOf(chunk), 0);
     const headHasMore = lastHead ? lastHead.pageInfo.hasNextPage : true;
-    const count = first?.totalCount ?? this.chunks.tail[0]?.connection?.totalCount ?? null;
-    const { total, rowCount } = lastHead ? listSize(headLength, headHasMore, count) : { total: count, rowCount: count ?? 0 };
+    const count = first?.totalCount ?? tail[0]?.connection?.totalCount ?? null;
+    const { total, rowCount } = lastHead ? listSize(headLength, headHasMore, count) : { total: count, rowCount: count ?? this.shownCount };
+    this.shownCount = rowCount;
     const tailStart = total != null ? Math.max(0, total - tailLength) : Number.POSITIVE_INFINITY;
-    const pick = (chunks: Edge[][], index: number): Issue | undefined => {
+    // The tail's chunks run backward from the end: the last chunk read holds the earliest rows.
+    const tailInOrder = [...tail].reverse();
+    const pick = (chunks: Chunk[], end: End, index: number): Issue | undefined => {
       let i = index;
-      for (const edges of chunks) {
-        if (i < edges.length) return edges[i].node;
-        i -= edges.length;
+      for (const chunk of chunks) {
+        const length = lengthOf(chunk);
+        if (i < length) return rowIn(chunk, end, i);
+        i -= length;
       }
       return undefined;
     };
-    // The tail's chunks run backward from the end: the last chunk read holds the earliest rows.
-    const tailInOrder = [...tail].reverse();
     const rowAt = (index: number): Issue | undefined => {
-      if (index < headLength) return pick(head, index);
-      if (index >= tailStart) return pick(tailInOrder, index - tailStart);
+      if (index < headLength) return pick(head, "head", index);
+      if (index >= tailStart) return pick(tailInOrder, "tail", index - tailStart);
       return undefined;
     };
     const want = (start: number, end: number) => {
       if (!first) return; // The first page is on its way.
-      let missing = false;
+      let beyond = false;
       for (let i = start; i <= end && i < rowCount; i++) {
-        if (rowAt(i) === undefined) {
-          missing = true;
-          break;
-        }
+        if (rowAt(i) !== undefined) continue;
+        const place = this.locate(i, tailStart);
+        if (!place) beyond = true;
+        else if (!place.chunk.watch) this.reread(place.end, place.index, place.chunk);
       }
-      if (!missing) return;
-      const headDone = !headHasMore || headLength >= tailStart;
-      // Read from the end when the visible rows are nearer its frontier than the top's.
-      if (total != null && !headDone && tailStart - end < start - headLength) this.grow("tail");
-      else if (!headDone) this.grow("head");
+      if (beyond) {
+        const headDone = !headHasMore || headLength >= tailStart;
+        // Read from the end when the visible rows are nearer its frontier than the top's.
+        if (total != null && !headDone && tailStart - end < start - headLength) this.grow("tail");
+        else if (!headDone) this.grow("head");
+      }
+      this.releaseFar(start, end, tailStart);
     };
     // Where the head and the tail overlap they must hold the same issues: a list changed by
     // others between reading the top and the end would otherwise show a row twice or lose one
     // at the seam. Then the list is read again from the top.
     if (total != null && headLength > tailStart && tailLength > 0) {
       for (let i = tailStart; i < Math.min(headLength, total); i++) {
-        if (pick(head, i)?.id !== pick(tailInOrder, i - tailStart)?.id) {
+        const top = pick(head, "head", i);
+        const bottom = pick(tailInOrder, "tail", i - tailStart);
+        if (top && bottom && top.id !== bottom.id) {
           queueMicrotask(() => {
             this.restart();
             this.failure = "The list changed while it was read: it is read again from the top.";
@@ -250,7 +455,7 @@ class RowWindow {
         }
       }
     }
-    const errorChunk = [...this.chunks.head, ...this.chunks.tail].find((c) => c.error);
+    const errorChunk = [...head, ...tail].find((c) => c.error);
     this.snapshot = {
       total,
       rowCount,
@@ -270,23 +475,19 @@ class RowWindow {
     const chunks = this.chunks[end];
     const last = chunks[chunks.length - 1];
     if (!last) {
-      this.open(end, null);
+      this.open(end, 0, null);
       return;
     }
-    const connection = last.connection;
-    if (!connection) return; // Its first page is on its way.
-    const more = end === "head" ? connection.pageInfo.hasNextPage : connection.pageInfo.hasPreviousPage;
-    const cursor = end === "head" ? connection.pageInfo.endCursor : connection.pageInfo.startCursor;
-    if (!more || !cursor) return;
-    const key = `${end}:${cursor}`;
+    const variables = this.nextPage(end, last);
+    if (!variables) return; // Its first page is on its way, or the list ends there.
+    const key = `${end}:${(end === "head" ? variables.after : variables.before) as string}`;
     if (this.inFlight.has(key)) return;
     this.inFlight.add(key);
     if (last.pages >= CHUNK_PAGES) {
-      this.open(end, cursor);
+      this.open(end, chunks.length, (end === "head" ? variables.after : variables.before) as string);
       return;
     }
     last.pages += 1;
-    const variables: OperationVariables = { ...last.variables, ...(end === "head" ? { after: cursor } : { before: cursor }) };
     this.request(
       variables,
       () => {
