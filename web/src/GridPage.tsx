@@ -295,7 +295,7 @@ export function GridPage(props: { location: GridLocation }) {
   const addIssue = async () => {
     const name = await prompted("New issue", "Name", "", "Add issue");
     if (!name) return;
-    const result = await createIssue(source, name, orders, filter, allColumns, otherLists());
+    const result = await createIssue(source, name, orders, filter, allColumns, otherLists(), rows.spans);
     setBanner(result.error);
     if (result.reread) rows.retry();
     if (result.index != null) setReveal({ row: result.index, serial: Date.now() });

@@ -10,6 +10,7 @@ import { compareIssues, displayValue, rawValue } from "./columns";
 import { ask } from "./dialogs";
 import { CREATE_ISSUE, DELETE_ISSUE, ISSUES, ISSUE_BY_ID, ROWS_READ, SET_CELL, UPDATE_ISSUE } from "./queries";
 import type { Connection, Edge, Issue, IssueFilter, IssueOrder } from "./queries";
+import type { Span } from "./rows";
 import type { Source } from "./source";
 import { variablesOf } from "./source";
 
@@ -159,6 +160,7 @@ export async function createIssue(
   filter: IssueFilter | null,
   columns: Column[],
   otherViews: string[],
+  spans: { head: Span[]; tail: Span[] },
 ): Promise<{ index: number | null; error: string | null; reread?: boolean }> {
   let issue: Issue;
   try {
@@ -190,26 +192,36 @@ export async function createIssue(
   forgetOtherLists(source, otherViews);
   // The head's chunks in order; the new row goes before the first row it sorts before, or
   // after the last row read when nothing follows it. Else the tail's chunks, from the
-  // earliest rows: before the first row it sorts before, or at the very end.
+  // earliest rows: before the first row it sorts before, or at the very end. The grid
+  // releases chunks far from view (rows.ts): `spans` says how many rows each chunk spans and
+  // whether its list in the cache holds them all.
   const { prefix } = entries(source);
-  const all = [...lists(source).entries()];
-  const numbered = (end: string) =>
-    all
-      .filter(([name]) => name.startsWith(`${prefix}${end}:`))
-      .map(([name, list]) => ({ name, list, n: Number(name.slice(name.lastIndexOf(":") + 1)) }));
-  const heads = numbered("head").sort((a, b) => a.n - b.n);
-  const tails = numbered("tail").sort((a, b) => b.n - a.n);
+  const found = lists(source);
+  const numbered = (end: "head" | "tail", chunks: Span[]) =>
+    chunks.map((span, n) => {
+      const name = `${prefix}${end}:${n}`;
+      return { name, span, list: span.whole ? found.get(name) : undefined };
+    });
+  const heads = numbered("head", spans.head);
+  // The tail's chunks from the earliest rows (the last one read).
+  const tails = numbered("tail", spans.tail).reverse();
   const readable = (list: StoredConnection) => list.edges.map(readIssue);
   const before = (nodes: (Issue | null)[]) => nodes.findIndex((node) => node != null && compareIssues(issue, node, orders, columns) < 0);
-  // The grid releases chunks far from view (rows.ts): the lists held are the head's from its
-  // first chunk up to the first one released, where the count of rows before a place is known.
-  const gap = heads.findIndex((head, i) => head.n !== i);
-  const held = gap < 0 ? heads : heads.slice(0, gap);
-  const whole = gap < 0 && tails.every((tail, i) => tail.n === tails.length - 1 - i);
+  // Where the issue goes among rows not held is not known here: the list is read again (the
+  // caller's `reread`), which puts it in its place.
+  const reread = { index: null, error: null, reread: true };
   let target: { name: string; at: number } | null = null;
   let index: number | null = null;
   let offset = 0;
-  for (const [i, { name, list }] of held.entries()) {
+  for (const [i, { name, span, list }] of heads.entries()) {
+    if (!list) {
+      // Past a chunk not held only when it sorts after the next held chunk's first row.
+      const next = heads.slice(i + 1).find((head) => head.list)?.list;
+      const first = next ? readable(next).find((node) => node != null) : undefined;
+      if (!first || compareIssues(issue, first, orders, columns) < 0) return reread;
+      offset += span.length;
+      continue;
+    }
     const nodes = readable(list);
     const at = before(nodes);
     if (at >= 0 || (i === heads.length - 1 && !list.pageInfo.hasNextPage)) {
@@ -220,13 +232,12 @@ export async function createIssue(
     }
     offset += nodes.filter((n) => n != null).length;
   }
-  // Past a released chunk, where the issue goes among the rows is not known here: the list is
-  // read again (the caller's `reread`), which puts it in its place.
-  if (!target && !whole) return { index: null, error: null, reread: true };
+  if (!target && tails.some((tail) => !tail.list)) return reread;
   if (!target && tails.length > 0) {
     // Rows of the tail after the new one, to place it counting from the end.
     let after = 0;
     for (const [i, { name, list }] of tails.entries()) {
+      if (!list) break; // Not held (see above).
       const nodes = readable(list);
       const at = before(nodes);
       // Before the tail's first row, it is in the part not read yet: the head will read it.
@@ -235,8 +246,8 @@ export async function createIssue(
         const place = at >= 0 ? at : list.edges.length;
         target = { name, at: place };
         after += nodes.slice(place).filter((n) => n != null).length;
-        for (const rest of tails.slice(i + 1)) after += readable(rest.list).filter((n) => n != null).length;
-        const total = heads[0]?.list.totalCount;
+        for (const rest of tails.slice(i + 1)) after += rest.list ? readable(rest.list).filter((n) => n != null).length : 0;
+        const total = heads[0]?.list?.totalCount;
         index = total == null ? null : total - after;
         break;
       }

@@ -35,6 +35,10 @@ import type { Connection, Issue } from "./queries";
 import { listSize, pageVariables, PAGE, variablesOf } from "./source";
 import type { Source } from "./source";
 
+/** The pause before a page that failed is asked for again, and its bound (see `failed`). */
+const RETRY_MS = 500;
+const RETRY_MAX_MS = 30_000;
+
 /** Pages per chunk (see the module comment). */
 const CHUNK_PAGES = 5;
 
@@ -69,6 +73,8 @@ export interface Rows {
   failure: string | null;
   /** Reads the list again from its first page (after a view finished building). */
   retry: () => void;
+  /** Each end's chunks, in the order of their numbers (see `Span`). */
+  spans: { head: Span[]; tail: Span[] };
 }
 
 function connectionOf(data: Data | undefined): Connection | undefined {
@@ -77,12 +83,19 @@ function connectionOf(data: Data | undefined): Connection | undefined {
 
 /** What a chunk held when it was released: kept while it is released and read again. */
 interface Held {
-  /** Its rows and its pages. */
+  /** Its rows, the user's own additions and deletions included. */
   length: number;
-  pages: number;
-  /** The cursor at its far side (the end's for the head, the start's for the tail): where
-   * the next chunk begins, and so where its second reading must end. */
-  farCursor: string | null;
+  /** The issue at its far side (the last row of a head chunk, the first of a tail chunk):
+   * where the next chunk begins, and so where its second reading must end. */
+  farId: string | null;
+}
+
+/** What the grid holds of one chunk, for edits to place a new issue: how many rows it spans,
+ * and whether its list in the cache holds them all (false while it is released or being
+ * read again). */
+export interface Span {
+  length: number;
+  whole: boolean;
 }
 
 /** One chunk: a list in the cache, watched, or a released one's place. */
@@ -117,9 +130,26 @@ function rowIn(chunk: Chunk, end: End, i: number): Issue | undefined {
   return j >= 0 && j < edges.length ? edges[j].node : undefined;
 }
 
+/** The page size that reads `rows` more of a chunk: a page, or what is left of it. */
+function sized(end: End, rows: number): OperationVariables {
+  const size = Math.max(1, Math.min(PAGE, rows));
+  return end === "head" ? { first: size } : { last: size };
+}
+
+/** The id of the issue at a chunk's far side (see `Held`). */
+function farIdOf(end: End, edges: Connection["edges"]): string | null {
+  const edge = end === "head" ? edges[edges.length - 1] : edges[0];
+  return edge?.node.id ?? null;
+}
+
+/** Whether a chunk's list in the cache holds its whole span. */
+function isWhole(chunk: Chunk): boolean {
+  return chunk.watch !== null && chunk.held === null && chunk.connection !== undefined && !chunk.awaiting;
+}
+
 /** The rows of one source (an order and filter, or a view): both ends' chunks, what is in
  * flight, and the listeners to tell when a chunk changes. */
-class RowWindow {
+export class RowWindow {
   private chunks: Record<End, Chunk[]> = { head: [], tail: [] };
   private inFlight = new Set<string>();
   private failure: string | null = null;
@@ -132,9 +162,19 @@ class RowWindow {
   private generation = 0;
   /** Whether a collection of the cache is due (see `forget`). */
   private collecting = false;
-  /** The row count last shown: a list read anew keeps it until its first page answers, so
-   * that the grid neither shrinks to nothing nor loses its scroll position meanwhile. */
+  /** The row count last shown, and what a list read anew keeps showing until it knows its
+   * size (`floor`): the grid neither shrinks nor loses its scroll position meanwhile. */
   private shownCount = 0;
+  private floor = 0;
+  /** The visible range last asked for, and the one whose page last failed: a failed page is
+   * asked for again at once when the reader scrolls elsewhere, and otherwise after a pause
+   * that doubles with each failure (RETRY_MS up to RETRY_MAX_MS), not at every change of the
+   * rows (a tight loop against a server that keeps failing). */
+  private range = "";
+  private failedRange = "";
+  private retryAt = 0;
+  private retryMs = RETRY_MS;
+  private disposed = false;
 
   constructor(private readonly variables: OperationVariables, private readonly isView: boolean) {
     this.open("head", 0, null);
@@ -145,12 +185,19 @@ class RowWindow {
   /** Drops every chunk and reads the list again from its first page (an error ends a
    * watched query's subscription, so a list that failed is read anew, not refetched). */
   restart() {
+    // A window no longer shown stays stopped (a caller may hold its rows past the disposal).
+    if (this.disposed) return;
     this.generation += 1;
     this.unwatchAll();
+    // The lists read so far leave the cache: a page of the new reading merges into its
+    // chunk's list by cursor, and must not find the old reading's rows there.
+    this.forget([...this.chunks.head, ...this.chunks.tail]);
     this.chunks = { head: [], tail: [] };
     this.inFlight.clear();
     this.failure = null;
-    this.open("head", 0, null, true);
+    this.failedRange = "";
+    this.floor = this.shownCount;
+    this.open("head", 0, null);
     this.changed();
   }
 
@@ -159,11 +206,14 @@ class RowWindow {
   }
 
   /** Starts chunk `index` of `end`, after (or before) `cursor`: a new one, or a released one
-   * read again (`held`). `fresh` asks the server even when the cache has an answer (a
-   * restart: what the cache holds, a view nulled by VIEW_BUILDING say, is what is being
-   * replaced). */
-  private open(end: End, index: number, cursor: string | null, fresh = false, held: Held | null = null) {
-    const variables: OperationVariables = { ...pageVariables(this.variables, end, cursor), [CHUNK]: index };
+   * read again (`held`). Its first page is always asked of the server: a window's lists
+   * leave the cache when it restarts or is disposed, and a chunk's when it is released. */
+  private open(end: End, index: number, cursor: string | null, held: Held | null = null) {
+    const variables: OperationVariables = {
+      ...pageVariables(this.variables, end, cursor),
+      ...(held ? sized(end, held.length) : {}),
+      [CHUNK]: index,
+    };
     // The chunk is watched in the cache only, through the reading document; its pages are
     // asked for with the request document (see `ROWS_READ`).
     const query = client.watchQuery<Data>({
@@ -171,7 +221,7 @@ class RowWindow {
       variables,
       fetchPolicy: "cache-only",
     });
-    const chunk: Chunk = { watch: null, variables, connection: undefined, error: undefined, pages: 1, awaiting: fresh, held };
+    const chunk: Chunk = { watch: null, variables, connection: undefined, error: undefined, pages: 1, awaiting: true, held };
     this.chunks[end][index] = chunk;
     chunk.watch = {
       query,
@@ -181,9 +231,6 @@ class RowWindow {
         },
       }),
     };
-    // What the cache holds answers the chunk, unless the list is being read anew.
-    const cached = query.getCurrentResult();
-    if (!fresh && cached.data && !cached.partial && connectionOf(cached.data)) return;
     this.request(
       variables,
       () => {
@@ -197,7 +244,7 @@ class RowWindow {
         if (chunk.held) {
           // A released chunk read again stays released: scrolling to it asks again.
           this.release(end, chunk);
-          this.failure = errorMessage(error);
+          this.failed(errorMessage(error));
         } else {
           chunk.error = error;
         }
@@ -226,6 +273,7 @@ class RowWindow {
       .query<Data>({ query, variables, fetchPolicy: "no-cache" })
       .then((result) => {
         if (generation !== this.generation) return;
+        this.retryMs = RETRY_MS;
         client.cache.writeQuery({ query, variables, data: result.data });
         done();
       })
@@ -246,32 +294,31 @@ class RowWindow {
     return { ...chunk.variables, ...(end === "head" ? { after: cursor } : { before: cursor }) };
   }
 
-  /** Reads a released chunk's next page, until it holds as many pages as it did; then checks
-   * that it ends where it ended (the list did not change in between). */
+  /** Reads a released chunk's next page, until it holds as many rows as it did (pages of
+   * what is left, so that the user's own additions and deletions count); then checks that it
+   * ends at the issue it ended at, or the list changed in between and is read anew. */
   private readOn(end: End, chunk: Chunk) {
     const held = chunk.held;
     if (!held || this.chunks[end].indexOf(chunk) < 0) return;
+    const edges = chunk.connection?.edges ?? [];
     const next = this.nextPage(end, chunk);
-    if (chunk.pages < held.pages && next) {
+    if (edges.length < held.length && next) {
       chunk.pages += 1;
       this.request(
-        next,
+        { ...next, ...sized(end, held.length - edges.length) },
         () => {
           this.show(chunk);
           this.readOn(end, chunk);
         },
         (error) => {
           // Released again: scrolling to it reads it again.
+          this.failed(errorMessage(error));
           this.release(end, chunk);
-          this.failure = errorMessage(error);
-          this.changed();
         },
       );
       return;
     }
-    const connection = chunk.connection;
-    const far = end === "head" ? connection?.pageInfo.endCursor : connection?.pageInfo.startCursor;
-    if (connection?.edges.length === held.length && (far ?? null) === held.farCursor) {
+    if (edges.length === held.length && farIdOf(end, edges) === held.farId) {
       chunk.held = null;
       if (this.failure) this.failure = null;
       this.changed();
@@ -287,11 +334,7 @@ class RowWindow {
   private release(end: End, chunk: Chunk) {
     chunk.watch?.subscription.unsubscribe();
     chunk.watch = null;
-    chunk.held ??= {
-      length: lengthOf(chunk),
-      pages: chunk.pages,
-      farCursor: (end === "head" ? chunk.connection?.pageInfo.endCursor : chunk.connection?.pageInfo.startCursor) ?? null,
-    };
+    chunk.held ??= { length: lengthOf(chunk), farId: farIdOf(end, chunk.connection?.edges ?? []) };
     chunk.connection = undefined;
     chunk.pages = 0;
     this.forget([chunk]);
@@ -343,7 +386,7 @@ class RowWindow {
 
   /** Whether a chunk is whole and settled: watched, every page answered, none failed. */
   private releasable(chunk: Chunk): boolean {
-    return chunk.watch !== null && chunk.held === null && !chunk.awaiting && chunk.error === undefined && chunk.connection !== undefined;
+    return isWhole(chunk) && chunk.error === undefined;
   }
 
   /** The chunk spanning row `index`, if any (the head's, then the tail's). */
@@ -366,7 +409,21 @@ class RowWindow {
   /** Reads a released chunk again, from the cursor it started at. */
   private reread(end: End, index: number, chunk: Chunk) {
     const cursor = (end === "head" ? chunk.variables.after : chunk.variables.before) as string | null;
-    this.open(end, index, cursor ?? null, true, chunk.held);
+    this.open(end, index, cursor ?? null, chunk.held);
+  }
+
+  /** A page could not be read: the message says why, and the visible range is not asked for
+   * again until it changes. */
+  private failed(message: string) {
+    this.failure = message;
+    this.failedRange = this.range;
+    this.retryAt = Date.now() + this.retryMs;
+    const generation = this.generation;
+    // The grid asks for its visible rows again when they change: tell it once the pause ends.
+    setTimeout(() => {
+      if (generation === this.generation) this.changed();
+    }, this.retryMs);
+    this.retryMs = Math.min(2 * this.retryMs, RETRY_MAX_MS);
   }
 
   private changed() {
@@ -382,6 +439,7 @@ class RowWindow {
   /** Stops every watch and drops the lists from the cache: a grid shown again reads them
    * again, and a grid's memory does not outlive it. */
   dispose() {
+    this.disposed = true;
     this.generation += 1;
     this.unwatchAll();
     this.forget([...this.chunks.head, ...this.chunks.tail]);
@@ -402,7 +460,10 @@ class RowWindow {
     const tailLength = tail.reduce((n, chunk) => n + lengthOf(chunk), 0);
     const headHasMore = lastHead ? lastHead.pageInfo.hasNextPage : true;
     const count = first?.totalCount ?? tail[0]?.connection?.totalCount ?? null;
-    const { total, rowCount } = lastHead ? listSize(headLength, headHasMore, count) : { total: count, rowCount: count ?? this.shownCount };
+    const size = lastHead ? listSize(headLength, headHasMore, count) : { total: count, rowCount: count ?? 0 };
+    const { total } = size;
+    if (total != null) this.floor = 0;
+    const rowCount = Math.max(size.rowCount, this.floor);
     this.shownCount = rowCount;
     const tailStart = total != null ? Math.max(0, total - tailLength) : Number.POSITIVE_INFINITY;
     // The tail's chunks run backward from the end: the last chunk read holds the earliest rows.
@@ -423,6 +484,8 @@ class RowWindow {
     };
     const want = (start: number, end: number) => {
       if (!first) return; // The first page is on its way.
+      this.range = `${start}:${end}`;
+      if (this.range === this.failedRange && Date.now() < this.retryAt) return;
       let beyond = false;
       for (let i = start; i <= end && i < rowCount; i++) {
         if (rowAt(i) !== undefined) continue;
@@ -466,6 +529,10 @@ class RowWindow {
       error: errorChunk?.error,
       failure: this.failure,
       retry: () => this.restart(),
+      spans: {
+        head: head.map((chunk) => ({ length: lengthOf(chunk), whole: isWhole(chunk) })),
+        tail: tail.map((chunk) => ({ length: lengthOf(chunk), whole: isWhole(chunk) })),
+      },
     };
     return this.snapshot;
   }
@@ -500,7 +567,7 @@ class RowWindow {
         // The page may be asked for again (by scrolling to it); the message says why it is missing.
         last.pages -= 1;
         this.inFlight.delete(key);
-        this.failure = errorMessage(error);
+        this.failed(errorMessage(error));
         this.changed();
       },
     );
