@@ -66,15 +66,21 @@ function sameAsList(w: RowWindow, what: string): void {
   }
 }
 
+/** A window over a fresh list of `issues`, its first page read. */
+async function opened(issues: number): Promise<RowWindow> {
+  seed(issues);
+  const w = new RowWindow(VARIABLES, false);
+  await settle();
+  return w;
+}
+
 /** Counts the restarts (each reads the list's first page again). */
 function firstPages(): number {
   return server.requests.filter((v) => v.first != null && v.after == null).length;
 }
 
 test("scrolling down and back up reads only the released chunk again", async () => {
-  seed(2000);
-  const w = new RowWindow(VARIABLES, false);
-  await settle();
+  const w = await opened(2000);
   await scroll(w, 0, 1940);
   const down = server.requests.length;
   assert.equal(down, 20, "each page once on the way down");
@@ -86,9 +92,7 @@ test("scrolling down and back up reads only the released chunk again", async () 
 });
 
 test("a tail chunk released and read again holds the list's rows while it fills", async () => {
-  seed(2000);
-  const w = new RowWindow(VARIABLES, false);
-  await settle();
+  const w = await opened(2000);
   await scroll(w, 1940, 0);
   let wrong = 0;
   w.subscribe(() => {
@@ -105,9 +109,7 @@ test("a tail chunk released and read again holds the list's rows while it fills"
 });
 
 test("an issue someone else adds to a released chunk reads the list anew, keeping its size", async () => {
-  seed(3000);
-  const w = new RowWindow(VARIABLES, false);
-  await settle();
+  const w = await opened(3000);
   await scroll(w, 0, 2900);
   insertAt(700);
   const before = firstPages();
@@ -118,9 +120,7 @@ test("an issue someone else adds to a released chunk reads the list anew, keepin
 });
 
 test("the user's own deletion and addition do not make a released chunk read anew", async () => {
-  seed(3000);
-  const w = new RowWindow(VARIABLES, false);
-  await settle();
+  const w = await opened(3000);
   await scroll(w, 0, 800);
   const victim = w.rows().rowAt(700);
   assert.ok(victim);
@@ -139,9 +139,7 @@ test("the user's own deletion and addition do not make a released chunk read ane
 });
 
 test("an issue added past a released chunk is placed by the chunks' lengths", async () => {
-  seed(3000);
-  const w = new RowWindow(VARIABLES, false);
-  await settle();
+  const w = await opened(3000);
   await scroll(w, 0, 2940);
   // Rows 500..1999 are released; a new issue goes at the end in this order.
   const added = await createIssue(SOURCE, "last", [], null, [], [], w.rows().spans);
@@ -152,9 +150,7 @@ test("an issue added past a released chunk is placed by the chunks' lengths", as
 });
 
 test("an issue added among rows being read again makes the list read anew, never twice", async () => {
-  seed(3000);
-  const w = new RowWindow(VARIABLES, false);
-  await settle();
+  const w = await opened(3000);
   await scroll(w, 0, 2000);
   await scroll(w, 2000, 1050);
   server.delay = 30;
@@ -201,9 +197,7 @@ test("a restart keeps the row count, counted or not, until the list's size is kn
 });
 
 test("a page that fails is asked for again when the reader scrolls or after a pause, not in a loop", async () => {
-  seed(3000);
-  const w = new RowWindow(VARIABLES, false);
-  await settle();
+  const w = await opened(3000);
   await scroll(w, 0, 2000);
   // The grid asks for its visible rows again after every change of the rows.
   let range: [number, number] = [700, 760];
