@@ -250,8 +250,11 @@ const WORDS: &[&str] = &[
     "~tilde",
 ];
 
-/// Issues written per store call batch, bounding memory for large data sets.
-const ISSUES_PER_CHUNK: u32 = 2000;
+/// Issues written per store call batch, bounding memory for large data sets. The embedded
+/// store writes each batch in key order (`write_puts`), so larger batches reach each index
+/// page fewer times: at 100,000 issues × 8 fields, 2,000 a batch took 24.5 s, 10,000 19–21 s
+/// and 20,000 15–17 s, with a peak RSS of 0.5 GB (about 200,000 items in memory).
+const ISSUES_PER_CHUNK: u32 = 20_000;
 /// Share of cells left empty, in percent.
 const EMPTY_PERCENT: u32 = 15;
 
