@@ -109,7 +109,7 @@ interface Chunk {
   /** Pages asked for in this chunk (its first included). */
   pages: number;
   /** Whether the chunk waits for its first page from the server before it shows what the
-   * cache holds (a list read anew: what the cache holds is what is being replaced). */
+   * cache holds (every chunk does: its list may hold what is being replaced). */
   awaiting: boolean;
   /** What the chunk held, while it is released or being read again (null otherwise). */
   held: Held | null;
@@ -324,6 +324,13 @@ export class RowWindow {
       this.changed();
       return;
     }
+    this.readAnew();
+  }
+
+  /** The list changed while it was read (a chunk read again, or the head and tail where they
+   * meet, hold other issues than before): it is read again from the top, and the page says
+   * why. */
+  private readAnew() {
     this.restart();
     this.failure = "The list changed while it was read: it is read again from the top.";
     this.changed();
@@ -509,11 +516,7 @@ export class RowWindow {
         const top = pick(head, "head", i);
         const bottom = pick(tailInOrder, "tail", i - tailStart);
         if (top && bottom && top.id !== bottom.id) {
-          queueMicrotask(() => {
-            this.restart();
-            this.failure = "The list changed while it was read: it is read again from the top.";
-            this.changed();
-          });
+          queueMicrotask(() => this.readAnew());
           break;
         }
       }

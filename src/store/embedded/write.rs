@@ -15,29 +15,55 @@ use crate::store::{
     AttributeValue, Capacity, Condition, Item, Key, StoreError, UpdateAction, WriteOutput,
 };
 
-/// Puts one validated row and keeps `GSI1` in step: the replaced item's index entry (if any)
-/// is removed before the new one (if any, holding a copy of the row) is added, inside the
-/// caller's transaction.
+/// Puts one validated row and keeps `GSI1` in step, inside the caller's transaction (see
+/// [`put_rows`]).
 fn put_row(
     items: &mut ItemsTable<'_>,
     index: &mut IndexTable<'_>,
     row: &ItemRow,
 ) -> Result<(), StoreError> {
-    let old_gsi1sk = {
+    put_rows(items, index, vec![row])
+}
+
+/// Puts validated rows and keeps `GSI1` in step, inside the caller's transaction: each
+/// replaced item's index entry (if any) is removed, then each new one (if any, holding a copy
+/// of the row) is added. The rows go in key order, the last of each key winning as it would
+/// written in order (the sort is stable, over the rows reversed): a B-tree written in key
+/// order reaches each page once, however scattered the keys arrive, and a bulk load's index
+/// rows are, since their keys start with the field and the value.
+fn put_rows(
+    items: &mut ItemsTable<'_>,
+    index: &mut IndexTable<'_>,
+    mut order: Vec<&ItemRow>,
+) -> Result<(), StoreError> {
+    order.reverse();
+    order.sort_by(|a, b| table_key(&a.pk, &a.sk).cmp(&table_key(&b.pk, &b.sk)));
+    order.dedup_by(|a, b| (&a.pk, &a.sk) == (&b.pk, &b.sk));
+    let mut stale = Vec::new();
+    for row in &order {
         let old = items
             .insert(table_key(&row.pk, &row.sk), row.bytes.as_slice())
             .map_err(unavailable)?;
-        match old {
-            Some(guard) => string_attr(&decode(guard.value())?, GSI1SK).map(str::to_owned),
-            None => None,
+        if let Some(guard) = old {
+            if let Some(g) = string_attr(&decode(guard.value())?, GSI1SK) {
+                stale.push((*row, g.to_owned()));
+            }
         }
-    };
-    if let Some(g) = old_gsi1sk {
+    }
+    // Index keys hold the item's key, so the entries removed and added never collide: every
+    // removal first, then every addition, each in key order.
+    stale.sort_by(|(a, g), (b, h)| index_key(&a.sk, g, &a.pk).cmp(&index_key(&b.sk, h, &b.pk)));
+    for (row, g) in &stale {
         index
-            .remove(index_key(&row.sk, &g, &row.pk))
+            .remove(index_key(&row.sk, g, &row.pk))
             .map_err(unavailable)?;
     }
-    if let Some(g) = &row.gsi1sk {
+    let mut fresh: Vec<(&ItemRow, &str)> = order
+        .iter()
+        .filter_map(|row| row.gsi1sk.as_deref().map(|g| (*row, g)))
+        .collect();
+    fresh.sort_by(|(a, g), (b, h)| index_key(&a.sk, g, &a.pk).cmp(&index_key(&b.sk, h, &b.pk)));
+    for (row, g) in fresh {
         index
             .insert(index_key(&row.sk, g, &row.pk), row.bytes.as_slice())
             .map_err(unavailable)?;
@@ -69,46 +95,11 @@ fn delete_key(
 }
 
 pub(super) fn write_puts(db: &Database, rows: &[ItemRow]) -> Result<(), StoreError> {
-    // The rows in key order, the last of each key winning as it would written in order (the
-    // sort is stable, over the rows reversed). A B-tree written in key order reaches each page
-    // once, however scattered the keys arrive: a bulk load's index rows are, since their keys
-    // start with the field and the value.
-    let mut order: Vec<&ItemRow> = rows.iter().rev().collect();
-    order.sort_by(|a, b| table_key(&a.pk, &a.sk).cmp(&table_key(&b.pk, &b.sk)));
-    order.dedup_by(|a, b| (&a.pk, &a.sk) == (&b.pk, &b.sk));
     let txn = db.begin_write().map_err(unavailable)?;
     {
         let mut items = txn.open_table(ITEMS).map_err(unavailable)?;
         let mut index = txn.open_table(GSI1_INDEX).map_err(unavailable)?;
-        let mut stale = Vec::new();
-        for row in &order {
-            let old = items
-                .insert(table_key(&row.pk, &row.sk), row.bytes.as_slice())
-                .map_err(unavailable)?;
-            if let Some(guard) = old {
-                if let Some(g) = string_attr(&decode(guard.value())?, GSI1SK) {
-                    stale.push((*row, g.to_owned()));
-                }
-            }
-        }
-        // Index keys hold the item's key, so the entries removed and added never collide:
-        // every removal first, then every addition, each in key order.
-        stale.sort_by(|(a, g), (b, h)| index_key(&a.sk, g, &a.pk).cmp(&index_key(&b.sk, h, &b.pk)));
-        for (row, g) in &stale {
-            index
-                .remove(index_key(&row.sk, g, &row.pk))
-                .map_err(unavailable)?;
-        }
-        let mut fresh: Vec<(&ItemRow, &str)> = order
-            .iter()
-            .filter_map(|row| row.gsi1sk.as_deref().map(|g| (*row, g)))
-            .collect();
-        fresh.sort_by(|(a, g), (b, h)| index_key(&a.sk, g, &a.pk).cmp(&index_key(&b.sk, h, &b.pk)));
-        for (row, g) in fresh {
-            index
-                .insert(index_key(&row.sk, g, &row.pk), row.bytes.as_slice())
-                .map_err(unavailable)?;
-        }
+        put_rows(&mut items, &mut index, rows.iter().collect())?;
     }
     // An early return above drops the transaction uncommitted, which aborts it.
     txn.commit().map_err(unavailable)
