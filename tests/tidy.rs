@@ -275,12 +275,45 @@ fn only_the_write_layer_writes() {
             || path.starts_with("src/repo/")
             || path == "src/seed.rs";
         if !writer {
-            for needle in [".transact_write(", ".batch_put(", ".bulk_put(", "WriteOp::"] {
+            for needle in [
+                ".transact_write(",
+                ".batch_put(",
+                ".bulk_put(",
+                ".bulk_load(",
+                "WriteOp::",
+            ] {
                 assert!(
                     !code.contains(needle),
                     "{path} writes ({needle}): only the write layer in src/repo/ may"
                 );
             }
+        }
+    }
+}
+
+#[test]
+fn only_the_row_module_encodes_rows() {
+    // The embedded store's row bytes are made and split only by `store::row` (`store`,
+    // `stored`, `encode`), and only the embedded store asks it to: one encoding, whose
+    // round trip the row proptests hold.
+    for (path, text) in src_files() {
+        let code = non_test_code(&text);
+        if path == "src/store/row.rs" {
+            continue;
+        }
+        for needle in ["row::store(", "row::stored(", "row::encode("] {
+            if code.contains(needle) {
+                assert!(
+                    path.starts_with("src/store/embedded/"),
+                    "{path} encodes rows ({needle}): only the embedded store keeps them"
+                );
+            }
+        }
+        for needle in ["STORED_ROW", "fn put_len", "const NOT_NULL"] {
+            assert!(
+                !code.contains(needle),
+                "{path} spells the row encoding ({needle}): only store/row.rs may"
+            );
         }
     }
 }

@@ -1,5 +1,5 @@
 //! Issues read from items as a store read them (`store::RawItem`): the grid's rows, decoded
-//! from a stored row's text in one pass with `ddbjson::Reader`, with no attribute map between.
+//! from a stored row in one pass with `row::Reader`, with no attribute map between.
 //! Anything a writer would not leave goes through [`decode_issue`], so both ways agree.
 
 use std::borrow::Cow;
@@ -11,7 +11,7 @@ use super::{
 };
 use crate::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::model::{CellText, CustomField, FieldType, Issue, IssueCounts, IssueState, Project};
-use crate::store::ddbjson::{self, JsonError, Reader, Scalar};
+use crate::store::row::{Row, RowError, Scalar};
 use crate::store::{Item, RawItem};
 use crate::telemetry::{count_fallback, Fallback, Fallbacks, TextMiss};
 
@@ -46,11 +46,11 @@ impl IssueListRow {
 pub fn decode_issue_list_row(raw: RawItem, ids: &mut SharedIds) -> Result<IssueListRow, ItemError> {
     let item = match raw {
         RawItem::Map(item) => item,
-        RawItem::Text { text, .. } => match issue_row_from_text(&text, ids) {
-            Ok(row) => return Ok(row),
+        RawItem::Row(row) => match issue_row_from_row(&row, ids) {
+            Ok(read) => return Ok(read),
             Err(miss) => {
                 ids.fell_back(Fallback::IssueText(miss));
-                ddbjson::item(&text).map_err(|e| not_json("issue list row", &e))?
+                unreadable("issue list row", &row)?
             }
         },
     };
@@ -65,15 +65,15 @@ pub fn decode_issue_list_row(raw: RawItem, ids: &mut SharedIds) -> Result<IssueL
 pub fn decode_issue_raw(raw: RawItem, ids: &mut SharedIds) -> Result<Issue, ItemError> {
     let item = match raw {
         RawItem::Map(item) => item,
-        RawItem::Text { text, .. } => {
-            let miss = match issue_row_from_text(&text, ids) {
+        RawItem::Row(row) => {
+            let miss = match issue_row_from_row(&row, ids) {
                 Ok(IssueListRow::Issue(issue)) => return Ok(issue),
                 // An index row where an issue was asked for: the general way says what it is.
                 Ok(IssueListRow::Index(_)) => TextMiss::BadKey,
                 Err(miss) => miss,
             };
             ids.fell_back(Fallback::IssueText(miss));
-            ddbjson::item(&text).map_err(|e| not_json("issue", &e))?
+            unreadable("issue", &row)?
         }
     };
     decode_issue(item)
@@ -143,7 +143,7 @@ impl SharedIds {
 
 /// The row an item's text holds when every attribute is as a writer leaves it; otherwise why
 /// it needs the attribute map's judgement.
-fn issue_row_from_text(text: &str, ids: &mut SharedIds) -> Result<IssueListRow, TextMiss> {
+fn issue_row_from_row(row: &Row, ids: &mut SharedIds) -> Result<IssueListRow, TextMiss> {
     #[derive(Default)]
     struct Parts<'a> {
         pk: Option<Cow<'a, str>>,
@@ -168,7 +168,7 @@ fn issue_row_from_text(text: &str, ids: &mut SharedIds) -> Result<IssueListRow, 
         }
     }
     let mut parts = Parts::default();
-    let pass = Reader::new(text).item(|r, name| {
+    let pass = row.as_ref().reader().item(|r, name| {
         let p = &mut parts;
         // Attributes are told apart through the entities' declarations (`items::entity!`),
         // and the match below has an arm for every attribute an issue declares: an attribute
@@ -256,7 +256,7 @@ fn issue_row_from_text(text: &str, ids: &mut SharedIds) -> Result<IssueListRow, 
         }
         Ok(())
     });
-    pass.map_err(|_: JsonError| TextMiss::NotJson)?;
+    pass.map_err(|_: RowError| TextMiss::Unreadable)?;
     if let Some(miss) = parts.miss {
         return Err(miss);
     }
@@ -336,15 +336,13 @@ pub fn decode_partition_row(
 ) -> Result<PartitionRow, ItemError> {
     let item = match raw {
         RawItem::Map(item) => item,
-        RawItem::Text { text, .. } => match partition_row_from_text(&text) {
-            Ok(TextRow::Read(row)) => return Ok(row),
+        RawItem::Row(row) => match partition_row_from_row(&row) {
+            Ok(TextRow::Read(read)) => return Ok(read),
             // The one pass leaves views to serde by design: not a fall-back.
-            Ok(TextRow::View) => {
-                ddbjson::item(&text).map_err(|e| not_json("project partition row", &e))?
-            }
+            Ok(TextRow::View) => unreadable("project partition row", &row)?,
             Err(miss) => {
                 count_fallback(fallbacks, Fallback::PartitionText(miss));
-                ddbjson::item(&text).map_err(|e| not_json("project partition row", &e))?
+                unreadable("project partition row", &row)?
             }
         },
     };
@@ -430,9 +428,9 @@ fn set_once<T>(slot: &mut Option<T>, value: Option<T>) -> Result<(), TextMiss> {
 
 /// The row a partition item's text holds when every attribute is as a writer leaves it;
 /// otherwise why it needs the attribute map's judgement.
-fn partition_row_from_text(text: &str) -> Result<TextRow, TextMiss> {
+fn partition_row_from_row(row: &Row) -> Result<TextRow, TextMiss> {
     let mut p = PartitionParts::default();
-    let pass = Reader::new(text).item(|r, name| {
+    let pass = row.as_ref().reader().item(|r, name| {
         let (s, n) = match r.scalar()? {
             Scalar::S(s) => (Some(s), None),
             Scalar::N(n) => (None, Some(n)),
@@ -536,7 +534,7 @@ fn partition_row_from_text(text: &str) -> Result<TextRow, TextMiss> {
         }
         Ok(())
     });
-    pass.map_err(|_: JsonError| TextMiss::NotJson)?;
+    pass.map_err(|_: RowError| TextMiss::Unreadable)?;
     if let Some(miss) = p.miss {
         return Err(miss);
     }
@@ -609,15 +607,20 @@ fn field_from_parts(p: PartitionParts<'_>) -> Result<CustomField, TextMiss> {
 /// An item a store read, as an attribute map, for the decoders that read maps; `expected`
 /// names the entity in the error.
 pub fn raw_item(raw: RawItem, expected: &'static str) -> Result<Item, ItemError> {
-    raw.item().map_err(|e| not_json(expected, &e))
+    raw.item().map_err(|e| not_a_row(expected, &e))
 }
 
-fn not_json(expected: &'static str, e: &JsonError) -> ItemError {
+/// A row as an attribute map, for the general way; `expected` names the entity in the error.
+fn unreadable(expected: &'static str, row: &Row) -> Result<Item, ItemError> {
+    row.as_ref().item().map_err(|e| not_a_row(expected, &e))
+}
+
+fn not_a_row(expected: &'static str, e: &RowError) -> ItemError {
     ItemError {
         pk: String::new(),
         sk: String::new(),
         expected,
-        reason: format!("not DynamoDB JSON: {e}"),
+        reason: format!("not a stored row: {e}"),
     }
 }
 
@@ -706,15 +709,14 @@ mod tests {
                     }
                 }
             }
-            let text = RawItem::Text {
-                text: serde_json::to_string(&item).unwrap(),
-                index_key: None,
-            };
+            // Only a row the store can hold: string keys.
+            prop_assume!(storable(&item));
+            let text = RawItem::Row(Row::of_item(&item));
             // The typed reads share ids with a clean row read before, as a page's rows do,
             // so both the shared ids and the ones a twisted row adds are exercised.
             let mut shared = SharedIds::default();
             let clean = issue_items(&sample_issue().0, &fields).unwrap().remove(0);
-            let clean = RawItem::Text { text: serde_json::to_string(&clean).unwrap(), index_key: None };
+            let clean = RawItem::Row(Row::of_item(&clean));
             decode_issue_raw(clean, &mut shared).unwrap();
             let typed = decode_issue_raw(text.clone(), &mut shared).map_err(|e| e.to_string());
             let general = decode_issue_raw(RawItem::Map(item.clone()), &mut SharedIds::default())
@@ -859,10 +861,8 @@ mod tests {
                     None => item.remove(&name),
                 };
             }
-            let text = RawItem::Text {
-                text: serde_json::to_string(&item).unwrap(),
-                index_key: None,
-            };
+            prop_assume!(storable(&item));
+            let text = RawItem::Row(Row::of_item(&item));
             let typed = decode_partition_row(text, None).map_err(|e| e.to_string());
             let general = decode_partition_row(RawItem::Map(item), None).map_err(|e| e.to_string());
             if faults <= 1 {
@@ -878,36 +878,34 @@ mod tests {
         }
     }
 
+    /// Whether the store could hold `item`: its keys are non-empty strings (a row keeps them
+    /// in its key, see `Row`).
+    fn storable(item: &Item) -> bool {
+        [crate::store::table::PK, crate::store::table::SK]
+            .iter()
+            .all(|k| matches!(item.get(*k), Some(AttributeValue::S(s)) if !s.is_empty()))
+    }
+
     /// The one pass reads the rows writers leave (and so the general path is the exception).
     #[test]
     fn partition_rows_as_written_read_in_one_pass() {
+        let read = |item: &Item| partition_row_from_row(&Row::of_item(item)).unwrap();
         let project = sample_project();
-        let text = serde_json::to_string(&project_item(&project)).unwrap();
         assert_eq!(
-            partition_row_from_text(&text).unwrap(),
+            read(&project_item(&project)),
             TextRow::Read(PartitionRow::Project(project))
         );
         let field = sample_issue().1[0].clone();
         let [definition, lookup] = field_items(&field);
-        let text = serde_json::to_string(&definition).unwrap();
-        assert_eq!(
-            partition_row_from_text(&text).unwrap(),
-            TextRow::Read(PartitionRow::Field(field))
-        );
-        let text = serde_json::to_string(&lookup).unwrap();
-        assert_eq!(
-            partition_row_from_text(&text).unwrap(),
-            TextRow::Read(PartitionRow::Other)
-        );
+        assert_eq!(read(&definition), TextRow::Read(PartitionRow::Field(field)));
+        assert_eq!(read(&lookup), TextRow::Read(PartitionRow::Other));
         let counted = counted_project();
-        let text = serde_json::to_string(&project_item(&counted)).unwrap();
         assert_eq!(
-            partition_row_from_text(&text).unwrap(),
+            read(&project_item(&counted)),
             TextRow::Read(PartitionRow::Project(counted))
         );
         // A view row is read by serde (see `TextRow::View`), not counted as a fall-back.
-        let text = serde_json::to_string(&sample_view_item()).unwrap();
-        assert_eq!(partition_row_from_text(&text).unwrap(), TextRow::View);
+        assert_eq!(read(&sample_view_item()), TextRow::View);
     }
 
     /// Rows of a batch that name other projects and fields than the rows before them keep
@@ -925,10 +923,7 @@ mod tests {
             let cells = issue.values.iter();
             let cells = cells.map(|(f, v)| (f.to_string(), AttributeValue::S(v.to_string())));
             item.insert(VALUES.into(), AttributeValue::M(cells.collect()));
-            RawItem::Text {
-                text: serde_json::to_string(&item).unwrap(),
-                index_key: None,
-            }
+            RawItem::Row(Row::of_item(&item))
         };
         let mut shared = SharedIds::default();
         for issue in [&first, &second, &first, &second] {
@@ -952,14 +947,10 @@ mod tests {
         };
         let (issue, fields) = sample_issue();
         let mut rows = issue_items(&issue, &fields).unwrap();
-        let as_text = |item: &Item| RawItem::Text {
-            text: serde_json::to_string(item).unwrap(),
-            index_key: None,
-        };
+        let as_text = |item: &Item| RawItem::Row(Row::of_item(item));
         // As written, every row of an issue list reads in one pass.
         for row in &rows {
-            let text = serde_json::to_string(row).unwrap();
-            assert!(issue_row_from_text(&text, &mut SharedIds::default()).is_ok());
+            assert!(issue_row_from_row(&Row::of_item(row), &mut SharedIds::default()).is_ok());
         }
         // An attribute nobody declares, an index row's `Value` on an issue, and an issue's
         // `Num` on an index row.
@@ -973,11 +964,10 @@ mod tests {
         sort_row.insert(IssueAttr::Num.name().into(), AttributeValue::N("1".into()));
         let mut ids = SharedIds::counting(Some(metrics.fallbacks()));
         for item in [&rows[0], &with_value, &sort_row] {
-            let text = serde_json::to_string(item).unwrap();
             assert_eq!(
-                issue_row_from_text(&text, &mut SharedIds::default()).err(),
+                issue_row_from_row(&Row::of_item(item), &mut SharedIds::default()).err(),
                 Some(TextMiss::UnknownAttribute),
-                "{text}"
+                "{item:?}"
             );
             let typed = decode_issue_list_row(as_text(item), &mut ids).map_err(|e| e.to_string());
             let general = decode_issue_list_row(RawItem::Map(item.clone()), &mut ids)
@@ -994,11 +984,10 @@ mod tests {
             AttributeValue::N("2".into()),
         );
         for item in [project, field] {
-            let text = serde_json::to_string(&item).unwrap();
             assert_eq!(
-                partition_row_from_text(&text).err(),
+                partition_row_from_row(&Row::of_item(&item)).err(),
                 Some(TextMiss::UnknownAttribute),
-                "{text}"
+                "{item:?}"
             );
             let fallbacks = metrics.fallbacks();
             let typed = decode_partition_row(as_text(&item), Some(&fallbacks));
@@ -1025,36 +1014,55 @@ mod tests {
         }
     }
 
-    /// Each way a stored text leaves the one pass is told apart, for the fall-back's reason.
+    /// Each way a stored row leaves the one pass is told apart, for the fall-back's reason.
     #[test]
     fn the_reasons_of_a_fall_back_are_told_apart() {
         let (issue, fields) = sample_issue();
-        let clean = serde_json::to_string(&issue_items(&issue, &fields).unwrap()[0]).unwrap();
-        let reason = |text: &str| issue_row_from_text(text, &mut SharedIds::default()).err();
-        assert_eq!(reason(&clean), None);
+        let clean = issue_items(&issue, &fields).unwrap().remove(0);
+        let reason = |row: &Row| issue_row_from_row(row, &mut SharedIds::default()).err();
+        assert_eq!(reason(&Row::of_item(&clean)), None);
+        let num = IssueAttr::Num.name();
+        let twisted = |twist: &dyn Fn(&mut Item)| {
+            let mut item = clean.clone();
+            twist(&mut item);
+            Row::of_item(&item)
+        };
+        let renamed = |from: &'static str, to: &'static str| {
+            twisted(&move |item: &mut Item| {
+                let value = item.remove(from).unwrap();
+                item.insert(to.into(), value);
+            })
+        };
+        // A row no writer leaves: `Num` twice.
+        let mut repeated = Row::of_item(&clean);
+        repeated
+            .attributes
+            .extend(crate::store::row::encode_attributes([(num, &clean[num])]));
+        let mut truncated = Row::of_item(&clean);
+        truncated.attributes.pop();
         let cases = [
+            (renamed(num, "Priority"), TextMiss::UnknownAttribute),
             (
-                clean.replacen("\"Num\"", "\"Priority\"", 1),
-                TextMiss::UnknownAttribute,
-            ),
-            (
-                clean.replacen(r#"{"N":"1"}"#, r#"{"S":"1"}"#, 1),
+                twisted(&|item: &mut Item| {
+                    item.insert(num.into(), AttributeValue::S("1".into()));
+                }),
                 TextMiss::OddValue,
             ),
-            (clean.replacen("issue-020e", "issue-!", 1), TextMiss::BadKey),
             (
-                clean.replacen('{', r#"{"Num":{"N":"1"},"#, 1),
-                TextMiss::RepeatedAttribute,
+                twisted(&|item: &mut Item| {
+                    item.insert("PK".into(), AttributeValue::S("issue-!".into()));
+                }),
+                TextMiss::BadKey,
             ),
+            (repeated, TextMiss::RepeatedAttribute),
             (
-                clean.replacen("\"Name\"", "\"GSI1SK\"", 1),
+                renamed(IssueAttr::Name.name(), "GSI1SK"),
                 TextMiss::MissingAttribute,
             ),
-            (clean[..clean.len() - 1].to_string(), TextMiss::NotJson),
+            (truncated, TextMiss::Unreadable),
         ];
-        for (text, expected) in cases {
-            assert_ne!(text, clean, "{expected:?}");
-            assert_eq!(reason(&text), Some(expected), "{text}");
+        for (row, expected) in cases {
+            assert_eq!(reason(&row), Some(expected), "{row:?}");
         }
     }
 }

@@ -262,10 +262,10 @@ pub struct Page {
 fn position_in(
     segment: usize,
     prefix: &str,
-    item: &mut RawItem,
+    item: &RawItem,
 ) -> Result<Option<Position>, StoreError> {
     let key = item
-        .take_index_key()
+        .owned_index_key()
         .map_err(|e| StoreError::Corrupt(format!("an item read from GSI1: {e}")))?;
     Ok(key.map(|(pk, gsi1sk)| Position {
         segment,
@@ -473,8 +473,8 @@ async fn fetch_from(
             // those the sieve keeps (the page's vector is the only one an unfiltered page fills).
             let first_read = rows.len();
             let mut bounded = false;
-            for mut item in out.items {
-                let Some(position) = position_in(index, prefix, &mut item)? else {
+            for item in out.items {
+                let Some(position) = position_in(index, prefix, &item)? else {
                     continue;
                 };
                 if bound.is_some_and(|b| reached(segments, forward, &position, b)) {

@@ -1,6 +1,6 @@
-//! DynamoDB JSON, read: items in the form both stores see them (`{"Name":{"S":"x"}}`, the
-//! format of DynamoDB's wire responses and of the embedded store's rows), parsed straight into
-//! attribute values.
+//! DynamoDB JSON, read: items in the form of DynamoDB's wire responses (`{"Name":{"S":"x"}}`,
+//! which the embedded store's rows also were until issue 24; `gridgate` reads those once, to
+//! upgrade the file), parsed straight into attribute values.
 //!
 //! Every read of a grid page decodes every item it returns, so this is the hottest code of a
 //! read after the network. A generic JSON deserializer (serde_json driving a visitor, or the
@@ -553,157 +553,14 @@ impl<'a> Parser<'a> {
     }
 }
 
-/// A scalar attribute value read by [`Reader::scalar`].
-#[derive(Debug, PartialEq, Eq)]
-pub enum Scalar<'a> {
-    S(Cow<'a, str>),
-    N(Cow<'a, str>),
-    /// A value of any other type (read in full, then dropped).
-    Other,
-}
-
-/// Reads one item's text attribute by attribute without building it, for decoders that want
-/// a few typed values (`items::decode_issue_list_row`, `items::decode_partition_row`, the
-/// paging engine's positions) and would
-/// otherwise pay for an attribute map: a hash, an allocation per name and one per value, and
-/// as many frees.
-///
-/// [`Reader::scalar`] and [`Reader::map`] read values as strictly as [`item`] does, so a
-/// text read through with those alone is one `item` accepts. [`Reader::skip`] only follows
-/// the structure, for values the caller does not look at.
-pub struct Reader<'a> {
-    parser: Parser<'a>,
-    /// The nesting depth of the values being read, counted as [`item`] counts it.
-    depth: usize,
-}
-
-impl<'a> Reader<'a> {
-    pub fn new(text: &'a str) -> Self {
-        Reader {
-            parser: Parser::new(text),
-            depth: 0,
-        }
-    }
-
-    /// Reads the item: calls `each` with every attribute's name, the reader placed at the
-    /// attribute's value, which `each` must read with exactly one of [`Reader::scalar`],
-    /// [`Reader::map`] or [`Reader::skip`]. Only whitespace may follow the item.
-    pub fn item(
-        mut self,
-        each: impl FnMut(&mut Self, Cow<'a, str>) -> Result<(), JsonError>,
-    ) -> Result<(), JsonError> {
-        self.members(0, each)?;
-        self.parser.end()
-    }
-
-    /// Reads `{name: value, ...}`, a map at `depth`, handing every value to `each`.
-    fn members(
-        &mut self,
-        depth: usize,
-        mut each: impl FnMut(&mut Self, Cow<'a, str>) -> Result<(), JsonError>,
-    ) -> Result<(), JsonError> {
-        if depth > MAX_DEPTH {
-            return self.parser.fail("nested too deeply");
-        }
-        let outer = self.depth;
-        self.depth = depth + 1;
-        let p = &mut self.parser;
-        p.eat(b'{', "expected an object of attribute values")?;
-        if p.peek() == Some(b'}') {
-            p.at += 1;
-        } else {
-            loop {
-                let name = self.parser.string_cow()?;
-                self.parser
-                    .eat(b':', "expected : after an attribute name")?;
-                each(self, name)?;
-                match self.parser.peek() {
-                    Some(b',') => self.parser.at += 1,
-                    Some(b'}') => {
-                        self.parser.at += 1;
-                        break;
-                    }
-                    _ => return self.parser.fail("expected , or } in an object"),
-                }
-            }
-        }
-        self.depth = outer;
-        Ok(())
-    }
-
-    /// Reads an attribute value: the text of an `S` or `N`, borrowed from the item unless it
-    /// has escapes; a value of any other type is read and dropped.
-    pub fn scalar(&mut self) -> Result<Scalar<'a>, JsonError> {
-        if self.depth > MAX_DEPTH {
-            return self.parser.fail("nested too deeply");
-        }
-        let p = &mut self.parser;
-        // The compact opening every writer of rows leaves, `{"S":"` or `{"N":"`, is taken in
-        // one comparison; anything else (whitespace, another tag) is read the general way,
-        // to the same result.
-        let compact = match p.bytes.get(p.at..p.at + 6) {
-            Some(b"{\"S\":\"") => Some(true),
-            Some(b"{\"N\":\"") => Some(false),
-            _ => None,
-        };
-        if let Some(is_s) = compact {
-            // To the value's opening quote.
-            p.at += 5;
-            let text = p.string_cow()?;
-            p.value_end()?;
-            return Ok(if is_s {
-                Scalar::S(text)
-            } else {
-                Scalar::N(text)
-            });
-        }
-        let tag = p.type_tag()?;
-        let value = match tag.name {
-            b"S" => Scalar::S(p.string_cow()?),
-            b"N" => Scalar::N(p.string_cow()?),
-            _ => {
-                p.typed_value(tag, self.depth)?;
-                Scalar::Other
-            }
-        };
-        p.value_end()?;
-        Ok(value)
-    }
-
-    /// Reads an attribute value that is a map (`M`), handing each entry to `each` as
-    /// [`Reader::item`] does; a value of any other type is read and dropped, and gives
-    /// `false`.
-    pub fn map(
-        &mut self,
-        each: impl FnMut(&mut Self, Cow<'a, str>) -> Result<(), JsonError>,
-    ) -> Result<bool, JsonError> {
-        if self.depth > MAX_DEPTH {
-            return self.parser.fail("nested too deeply");
-        }
-        let tag = self.parser.type_tag()?;
-        let is_map = tag.name == b"M";
-        if is_map {
-            self.members(self.depth + 1, each)?;
-        } else {
-            self.parser.typed_value(tag, self.depth)?;
-        }
-        self.parser.value_end()?;
-        Ok(is_map)
-    }
-
-    /// Moves past an attribute value, checking only its JSON structure.
-    pub fn skip(&mut self) -> Result<(), JsonError> {
-        self.parser.skip_value(self.depth)
-    }
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use proptest::prelude::*;
 
     use super::*;
 
-    fn attribute_value() -> impl Strategy<Value = AttributeValue> {
+    /// Any attribute value, nested a few levels (also what `store::row` encodes).
+    pub(crate) fn attribute_value() -> impl Strategy<Value = AttributeValue> {
         // Quotes, backslashes, control characters and characters outside the BMP make the
         // serializer escape; the text parser must read them back.
         let text = "[a-zA-Z0-9 #\\-_.\"\\\\/\u{1}\n\t\u{7f}é\u{2028}\u{1F600}]{0,12}";
@@ -759,44 +616,6 @@ mod tests {
             if let Ok(ours) = super::item(&text) {
                 prop_assert_eq!(Some(ours), theirs.ok());
             }
-            // The typed reader accepts exactly what `item` accepts.
-            let read = Reader::new(&text).item(|r, _| r.scalar().map(drop));
-            prop_assert_eq!(read.is_ok(), super::item(&text).is_ok());
-        }
-
-        /// The typed reader gives every top-level `S` and `N` as the item has it, nested maps
-        /// entry by entry, and reads other types as `Other`.
-        #[test]
-        fn reads_values_as_the_item_has_them(item in an_item()) {
-            let text = serde_json::to_string(&item).unwrap();
-            let mut seen = 0;
-            Reader::new(&text).item(|r, name| {
-                seen += 1;
-                let want = item.get(&*name).unwrap();
-                match want {
-                    AttributeValue::M(map) => {
-                        let mut entries = HashMap::new();
-                        assert!(r.map(|r, key| {
-                            entries.insert(key.into_owned(), r.scalar()?);
-                            Ok(())
-                        })?);
-                        assert_eq!(entries.len(), map.len());
-                        for (key, value) in map {
-                            let expected = match value {
-                                AttributeValue::S(s) => Scalar::S(s.as_str().into()),
-                                AttributeValue::N(n) => Scalar::N(n.as_str().into()),
-                                _ => Scalar::Other,
-                            };
-                            assert_eq!(entries[key], expected);
-                        }
-                    }
-                    AttributeValue::S(s) => assert_eq!(r.scalar()?, Scalar::S(s.as_str().into())),
-                    AttributeValue::N(n) => assert_eq!(r.scalar()?, Scalar::N(n.as_str().into())),
-                    _ => assert_eq!(r.scalar()?, Scalar::Other),
-                }
-                Ok(())
-            }).unwrap();
-            prop_assert_eq!(seen, item.len());
         }
     }
 

@@ -15,6 +15,7 @@
 
 use std::cell::Cell;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Instant;
 
 use async_trait::async_trait;
@@ -22,8 +23,8 @@ use tracing::field::Empty;
 use tracing::Instrument;
 
 use super::{
-    BatchGetOutput, Capacity, DynStore, GetOutput, Index, Item, Key, Query, QueryOutput, RawItem,
-    ScanOutput, Store, StoreError, WriteOp, WriteOutput,
+    BatchGetOutput, BulkLoad, Capacity, DynStore, GetOutput, Index, Item, Key, Query, QueryOutput,
+    RawItem, ScanOutput, Store, StoreError, WriteOp, WriteOutput,
 };
 use crate::telemetry::metrics::CallRecord;
 use crate::telemetry::{DynamoOp, LiftMiss, StoreMetrics};
@@ -284,6 +285,10 @@ impl Store for Instrumented {
     /// the embedded store) and are not reported call by call.
     async fn bulk_put(&self, items: Vec<Item>) -> Result<(), StoreError> {
         self.inner.bulk_put(items).await
+    }
+
+    async fn bulk_load(self: Arc<Self>) -> Result<Box<dyn BulkLoad>, StoreError> {
+        Arc::clone(&self.inner).bulk_load().await
     }
 
     async fn ensure_table(&self) -> Result<(), StoreError> {

@@ -16,6 +16,7 @@ pub mod limits;
 mod metered;
 pub mod raw;
 pub mod retry;
+pub mod row;
 pub mod table;
 
 use std::fmt;
@@ -164,6 +165,15 @@ impl Filter {
             Filter::AttributeNotExists(path) => path.get(item).is_none(),
             Filter::AttributeExists(path) => path.get(item).is_some(),
         }
+    }
+
+    /// [`Filter::matches`] on a stored row, read without building the item: a filtered
+    /// query reads many rows to keep a few (the empty cells of a sorted column).
+    pub fn matches_row(&self, row: row::RowRef<'_>) -> Result<bool, row::RowError> {
+        Ok(match self {
+            Filter::AttributeNotExists(path) => !row.has_path(&path.0)?,
+            Filter::AttributeExists(path) => row.has_path(&path.0)?,
+        })
     }
 }
 
@@ -507,11 +517,44 @@ pub trait Store: Send + Sync + 'static {
         retry::batch_put_all(self, items, BULK_PUT_CONCURRENCY).await
     }
 
+    /// Starts a bulk load (seeding, offline): items handed to the loader are written without
+    /// conditions, a later item of a key replacing an earlier one, and all are written once
+    /// [`BulkLoad::finish`] returns. The default writes each batch as it comes with
+    /// [`Store::bulk_put`]; the embedded store writes the whole load at `finish`, in one
+    /// transaction, so a load dropped without `finish` leaves nothing there (and everything
+    /// put so far with the default).
+    async fn bulk_load(self: Arc<Self>) -> Result<Box<dyn BulkLoad>, StoreError> {
+        Ok(Box::new(EachBatch(self)))
+    }
+
     /// Creates the table and `GSI1` if they do not exist, and waits until they are usable.
     async fn ensure_table(&self) -> Result<(), StoreError>;
 
     /// A cheap call that proves the store answers (for `/healthz`).
     async fn ping(&self) -> Result<(), StoreError>;
+}
+
+/// A bulk load in progress (see [`Store::bulk_load`]).
+#[async_trait]
+pub trait BulkLoad: Send {
+    /// Adds items to the load.
+    async fn put(&mut self, items: Vec<Item>) -> Result<(), StoreError>;
+    /// Writes whatever the load has not written yet, and ends it.
+    async fn finish(self: Box<Self>) -> Result<(), StoreError>;
+}
+
+/// The default bulk load: each batch written as it comes, by [`Store::bulk_put`].
+struct EachBatch<S: ?Sized>(Arc<S>);
+
+#[async_trait]
+impl<S: Store + ?Sized> BulkLoad for EachBatch<S> {
+    async fn put(&mut self, items: Vec<Item>) -> Result<(), StoreError> {
+        self.0.bulk_put(items).await
+    }
+
+    async fn finish(self: Box<Self>) -> Result<(), StoreError> {
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -136,8 +136,8 @@ pub enum TextMiss {
     /// A key that is not the id it should be, or a row of another entity than the one asked
     /// for (an index row where an issue was expected).
     BadKey,
-    /// The text is not DynamoDB JSON (the general way reports the error).
-    NotJson,
+    /// The row cannot be read (the general way reports the error).
+    Unreadable,
 }
 
 /// Why a read's items were left to the SDK (`store::dynamodb::lift`).
@@ -182,7 +182,7 @@ impl TextMiss {
         TextMiss::OddValue,
         TextMiss::MissingAttribute,
         TextMiss::BadKey,
-        TextMiss::NotJson,
+        TextMiss::Unreadable,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -192,7 +192,7 @@ impl TextMiss {
             TextMiss::OddValue => "odd_value",
             TextMiss::MissingAttribute => "missing_attribute",
             TextMiss::BadKey => "bad_key",
-            TextMiss::NotJson => "not_json",
+            TextMiss::Unreadable => "unreadable",
         }
     }
 }

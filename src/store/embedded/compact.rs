@@ -17,7 +17,7 @@ use redb::{
 };
 
 use super::cache_bytes;
-use super::table::{sized_row_text, unavailable, upgrade, GSI1_INDEX, ITEMS};
+use super::table::{stored_row, unavailable, upgrade, GSI1_INDEX, ITEMS};
 use crate::store::StoreError;
 
 /// The most compaction passes one run makes; redb reports when none would gain more, which
@@ -91,7 +91,7 @@ pub(super) fn contents(db: &Database) -> Result<Contents, StoreError> {
     let items = txn.open_table(ITEMS).map_err(unavailable)?;
     for entry in items.iter().map_err(unavailable)? {
         let (key, row) = entry.map_err(unavailable)?;
-        let (size, _) = sized_row_text(row.value())?;
+        let (size, _) = stored_row(row.value())?;
         let (pk, sk) = key.value();
         contents.items += 1;
         contents.item_bytes += size as u64;
@@ -100,7 +100,7 @@ pub(super) fn contents(db: &Database) -> Result<Contents, StoreError> {
     let index = txn.open_table(GSI1_INDEX).map_err(unavailable)?;
     for entry in index.iter().map_err(unavailable)? {
         let (key, row) = entry.map_err(unavailable)?;
-        let (size, _) = sized_row_text(row.value())?;
+        let (size, _) = stored_row(row.value())?;
         let (sk, gsi1sk, pk) = key.value();
         contents.index_rows += 1;
         contents.index_bytes += size as u64;
@@ -303,7 +303,7 @@ pub fn compact(dir: &Path, table: &str, cache_mb: u64) -> Result<Compaction, Sto
     }
     let before = file_size(&path)?;
     let mut db = open_alone(&path, cache_mb)?;
-    upgrade(&db)?;
+    upgrade(&db, &path)?;
     let contents = contents(&db)?;
     let passes = compact_passes(&mut db)?;
     let after = file_size(&path)?;

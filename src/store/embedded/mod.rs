@@ -1,12 +1,12 @@
 //! The embedded store: [`Store`] over one local redb file, with DynamoDB's semantics.
 //!
-//! The file `<dir>/<table>.redb` holds two redb tables. `items.v2` maps the table key
-//! `(PK, SK)` to the item's row: its size as DynamoDB counts it, then the item as DynamoDB
-//! JSON (`serde_json` of [`Item`]; see `table::encode_row`). `GSI1.v2` is the inverted index:
-//! it maps `(SK, GSI1SK, PK)` to a copy of the row (projection ALL), and every write updates it
-//! in the same redb write transaction as the item itself, so the index can never be observed
-//! out of step with the table (DynamoDB's GSIs are only eventually consistent; being stricter
-//! here is safe because no caller may rely on index lag).
+//! The file `<dir>/<table>.redb` holds two redb tables. `items.v3` maps the table key
+//! `(PK, SK)` to the item's row: its size as DynamoDB counts it, then its attributes but `PK`
+//! and `SK` in the compact encoding of [`crate::store::row`]. `GSI1.v3` is the inverted index:
+//! it maps `(SK, GSI1SK, PK)` to a copy of the row without `GSI1SK` (projection ALL), and every
+//! write updates it in the same redb write transaction as the item itself, so the index can
+//! never be observed out of step with the table (DynamoDB's GSIs are only eventually
+//! consistent; being stricter here is safe because no caller may rely on index lag).
 //!
 //! Key strings are stored as their UTF-8 bytes. redb orders tuple keys element by element and
 //! byte-string elements by their bytes, which is exactly DynamoDB's UTF-8 byte order for string
@@ -23,8 +23,9 @@
 //! The submodules split the work by concern: `validate` checks requests as DynamoDB would,
 //! `write` applies puts, deletes and transactions, `query` plans and pages reads, `equality`
 //! compares attribute values as conditions do, `table` owns the redb tables themselves, and
-//! `compact` shrinks the file and measures what it holds.
+//! `compact` shrinks the file and measures what it holds, and `bulk` writes bulk loads.
 
+mod bulk;
 pub mod compact;
 mod equality;
 mod query;
@@ -45,8 +46,8 @@ use self::validate::{reject_duplicates, validate_key, validate_transaction, Item
 use self::write::{transact_sync, write_puts};
 use super::capacity::item_size;
 use super::{
-    BatchGetOutput, Capacity, GetOutput, Index, Item, Key, Query, QueryOutput, RawItem, ScanOutput,
-    Store, StoreError, WriteOp, WriteOutput, MAX_BATCH_GET, MAX_BATCH_WRITE,
+    BatchGetOutput, BulkLoad, Capacity, GetOutput, Index, Item, Key, Query, QueryOutput, RawItem,
+    ScanOutput, Store, StoreError, WriteOp, WriteOutput, MAX_BATCH_GET, MAX_BATCH_WRITE,
 };
 
 /// The most rows a read may take and still run on the calling task rather than on the blocking
@@ -123,7 +124,8 @@ impl EmbeddedStore {
             .set_cache_size(cache_bytes(cache_mb))
             .create(&path)
             .map_err(|e| StoreError::Unavailable(format!("cannot open {}: {e}", path.display())))?;
-        if upgrade(&db)? {
+        bulk::remove_leftover_runs(&path);
+        if upgrade(&db, &path)? {
             tracing::info!(path = %path.display(), "upgraded the file to the current tables");
         }
         let ready = tables_exist(&db)?;
@@ -336,6 +338,16 @@ impl Store for EmbeddedStore {
     /// the default's many BatchWriteItem-sized calls, each of which would be its own commit.
     async fn bulk_put(&self, items: Vec<Item>) -> Result<(), StoreError> {
         self.put_many(items).await
+    }
+
+    /// The whole load in one write transaction, each table written once in key order (see
+    /// `bulk`), instead of a transaction per batch.
+    async fn bulk_load(self: Arc<Self>) -> Result<Box<dyn BulkLoad>, StoreError> {
+        self.check_ready()?;
+        Ok(Box::new(bulk::EmbeddedLoad::new(
+            Arc::clone(&self.db),
+            &self.path,
+        )))
     }
 
     async fn ensure_table(&self) -> Result<(), StoreError> {

@@ -4,11 +4,12 @@
 use redb::{Database, ReadableDatabase};
 
 use super::table::{
-    decode, index_key, key_str, sized_row_text, table_key, unavailable, GSI1_INDEX, ITEMS,
+    corrupt, decode, decode_table_row, index_key, key_str, stored_row, table_key, unavailable,
+    GSI1_INDEX, ITEMS,
 };
 use super::validate::{check_key_value, validate_key};
-use crate::store::capacity::item_size;
 use crate::store::limits::{MAX_PARTITION_KEY_BYTES, MAX_SORT_KEY_BYTES, PAGE_BYTES};
+use crate::store::row::{Row, RowRef};
 use crate::store::table::{GSI1SK, PK, SK};
 use crate::store::{
     BatchGetOutput, Capacity, Filter, Index, Item, Key, Query, QueryOutput, RawItem, ScanOutput,
@@ -40,7 +41,14 @@ pub(super) fn batch_get_sync<T: Form>(
             .get(table_key(&key.pk, &key.sk))
             .map_err(unavailable)?
         {
-            let (size, item) = T::read(guard.value(), None, || None)?;
+            let (size, attributes) = stored_row(guard.value())?;
+            let row = RowRef {
+                pk: &key.pk,
+                sk: &key.sk,
+                gsi1sk: None,
+                attributes,
+            };
+            let item = T::read(row, None)?;
             sizes.push(size);
             items.extend(item);
         }
@@ -224,53 +232,44 @@ fn start_position(query: &Query, start: &StartKey) -> Result<Vec<String>, StoreE
 }
 
 /// The form a query hands its items over in: attribute maps ([`Store::query`]) or the
-/// stored rows' text ([`Store::query_raw`]).
+/// stored rows as they are ([`Store::query_raw`]).
 ///
 /// [`Store::query`]: crate::store::Store::query
 /// [`Store::query_raw`]: crate::store::Store::query_raw
 pub(super) trait Form: Sized {
-    /// Reads a stored row, found under `index_key` (`PK`, `GSI1SK`) when read from `GSI1`:
-    /// its size as DynamoDB counts it, and the item unless `filter` leaves it out.
-    fn read(
-        bytes: &[u8],
-        filter: Option<&Filter>,
-        index_key: impl FnOnce() -> Option<(String, String)>,
-    ) -> Result<(usize, Option<Self>), StoreError>;
+    /// Reads a stored row, unless `filter` leaves it out.
+    fn read(row: RowRef<'_>, filter: Option<&Filter>) -> Result<Option<Self>, StoreError>;
 }
 
 impl Form for Item {
-    fn read(
-        bytes: &[u8],
-        filter: Option<&Filter>,
-        _: impl FnOnce() -> Option<(String, String)>,
-    ) -> Result<(usize, Option<Self>), StoreError> {
-        let item = decode(bytes)?;
-        let size = item_size(&item);
-        Ok((
-            size,
-            filter.is_none_or(|f| f.matches(&item)).then_some(item),
-        ))
+    fn read(row: RowRef<'_>, filter: Option<&Filter>) -> Result<Option<Self>, StoreError> {
+        if !kept(row, filter)? {
+            return Ok(None);
+        }
+        decode(row).map(Some)
     }
 }
 
 impl Form for RawItem {
-    fn read(
-        bytes: &[u8],
-        filter: Option<&Filter>,
-        index_key: impl FnOnce() -> Option<(String, String)>,
-    ) -> Result<(usize, Option<Self>), StoreError> {
-        // A filter looks into the item, so a filtered query builds it.
-        if let Some(filter) = filter {
-            let item = decode(bytes)?;
-            let size = item_size(&item);
-            return Ok((size, filter.matches(&item).then_some(RawItem::Map(item))));
+    fn read(row: RowRef<'_>, filter: Option<&Filter>) -> Result<Option<Self>, StoreError> {
+        if !kept(row, filter)? {
+            return Ok(None);
         }
-        let (size, text) = sized_row_text(bytes)?;
-        let item = RawItem::Text {
-            text: text.to_owned(),
-            index_key: index_key(),
-        };
-        Ok((size, Some(item)))
+        Ok(Some(RawItem::Row(Row {
+            pk: row.pk.to_owned(),
+            sk: row.sk.to_owned(),
+            gsi1sk: row.gsi1sk.map(str::to_owned),
+            attributes: row.attributes.to_vec(),
+        })))
+    }
+}
+
+/// Whether `filter` keeps a row, asked of the row as stored: the rows a filter leaves out
+/// (most of what the empty cells of a sorted column read) are never built.
+fn kept(row: RowRef<'_>, filter: Option<&Filter>) -> Result<bool, StoreError> {
+    match filter {
+        None => Ok(true),
+        Some(filter) => filter.matches_row(row).map_err(|e| corrupt(&e)),
     }
 }
 
@@ -317,13 +316,21 @@ impl<'a, T: Form> Page<'a, T> {
     fn read(
         &mut self,
         bytes: &[u8],
-        index_key: impl FnOnce() -> Option<(String, String)>,
+        key: (&str, &str, Option<&str>),
         position: impl FnOnce() -> StartKey,
     ) -> Result<Step, StoreError> {
         if self.scanned >= self.cap {
             return Ok(Step::OverCap);
         }
-        let (size, item) = T::read(bytes, self.filter, index_key)?;
+        let (size, attributes) = stored_row(bytes)?;
+        let (pk, sk, gsi1sk) = key;
+        let row = RowRef {
+            pk,
+            sk,
+            gsi1sk,
+            attributes,
+        };
+        let item = T::read(row, self.filter)?;
         self.scanned += 1;
         self.bytes += size;
         self.items.extend(item);
@@ -374,8 +381,9 @@ pub(super) fn scan_sync(
             out.last_evaluated = last.take();
             break;
         }
-        let item = decode(value.value())?;
-        bytes += item_size(&item);
+        let (size, _) = stored_row(value.value())?;
+        let item = decode_table_row(pk, sk, value.value())?;
+        bytes += size;
         last = Some(Key::new(pk, sk));
         out.items.push(item);
     }
@@ -424,7 +432,7 @@ pub(super) fn query_sync<T: Form>(
                     key: Key::new(pk, sk),
                     gsi1sk: None,
                 };
-                match page.read(value.value(), || None, position)? {
+                match page.read(value.value(), (pk, sk, None), position)? {
                     Step::More => {}
                     Step::Full => break,
                     Step::OverCap => return Ok(None),
@@ -451,8 +459,7 @@ pub(super) fn query_sync<T: Form>(
                     key: Key::new(pk, sk),
                     gsi1sk: Some(gsi1sk.to_owned()),
                 };
-                let index_key = || Some((pk.to_owned(), gsi1sk.to_owned()));
-                match page.read(value.value(), index_key, position)? {
+                match page.read(value.value(), (pk, sk, Some(gsi1sk)), position)? {
                     Step::More => {}
                     Step::Full => break,
                     Step::OverCap => return Ok(None),
@@ -466,6 +473,7 @@ pub(super) fn query_sync<T: Form>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::capacity::item_size;
     use crate::store::embedded::tests::{item, s, sks, store, table_start, with};
     use crate::store::{AttrPath, Store};
 

@@ -1,23 +1,25 @@
 //! Validation for the embedded store: everything DynamoDB rejects with a ValidationException is
 //! rejected here before any transaction starts, so an invalid request never half-applies.
 
-use super::table::encode_row;
 use crate::store::capacity::item_size;
 use crate::store::limits::{
     MAX_ITEM_BYTES, MAX_PARTITION_KEY_BYTES, MAX_SORT_KEY_BYTES, MAX_TRANSACT_BYTES,
 };
+use crate::store::row;
 use crate::store::table::{GSI1SK, PK, SK};
 use crate::store::{
     repeated_key, AttributeValue, Condition, Item, Key, StoreError, UpdateAction, WriteOp,
     MAX_TRANSACT_WRITE,
 };
 
-/// An item validated for writing, with its keys extracted and its bytes encoded.
+/// An item validated for writing, with its keys extracted and its row encoded.
 pub(super) struct ItemRow {
     pub(super) pk: String,
     pub(super) sk: String,
     pub(super) gsi1sk: Option<String>,
+    /// The table's row; the index's is `bytes[..index_end]` (see [`row::store`]).
     pub(super) bytes: Vec<u8>,
+    pub(super) index_end: usize,
     pub(super) size: usize,
 }
 
@@ -37,15 +39,20 @@ impl ItemRow {
                 "item ({pk}, {sk}) is {size} bytes, over the {MAX_ITEM_BYTES}-byte limit"
             )));
         }
-        let bytes = encode_row(item, size)
-            .map_err(|e| StoreError::Invalid(format!("item ({pk}, {sk}): {e}")))?;
+        let row::Stored { bytes, index_end } = row::store(item, size);
         Ok(ItemRow {
             pk,
             sk,
             gsi1sk,
             bytes,
+            index_end,
             size,
         })
+    }
+
+    /// The row the index keeps, its key holding `GSI1SK`.
+    pub(super) fn index_bytes(&self) -> &[u8] {
+        &self.bytes[..self.index_end]
     }
 
     pub(super) fn key(&self) -> Key {

@@ -1,16 +1,19 @@
 //! Writes for the embedded store: puts, deletes, updates and transactions inside one redb write
 //! transaction each, with `GSI1` kept in step and conditions checked before anything applies.
 
+use std::cmp::Ordering;
+use std::ops::Bound;
+
 use redb::{Database, ReadableTable};
 
 use super::equality::values_equal;
 use super::table::{
-    decode, index_key, string_attr, table_key, unavailable, IndexTable, ItemsTable, GSI1_INDEX,
-    ITEMS,
+    decode_table_row, index_key, stored_gsi1sk, table_key, unavailable, IndexTable, ItemsTable,
+    GSI1_INDEX, ITEMS,
 };
 use super::validate::{ItemRow, TxOp};
 use crate::store::capacity::item_size;
-use crate::store::table::{GSI1SK, PK, SK};
+use crate::store::table::{PK, SK};
 use crate::store::{
     AttributeValue, Capacity, Condition, Item, Key, StoreError, UpdateAction, WriteOutput,
 };
@@ -26,12 +29,11 @@ fn put_row(
 }
 
 /// Puts validated rows and keeps `GSI1` in step, inside the caller's transaction: each
-/// replaced item's index entry (if any) is removed, then each new one (if any, holding a copy
-/// of the row) is added. The rows go in key order, the last of each key winning as it would
-/// written in order (the sort is stable, over the rows reversed): a B-tree written in key
-/// order reaches each page once, however scattered the keys arrive, and a bulk load's index
-/// rows are, since their keys start with the field and the value.
-fn put_rows(
+/// replaced item's index entry (if any) is removed, then each new one (if any, holding the
+/// row without `GSI1SK`) is added. The rows go in key order, the last of each key winning as
+/// it would written in order (the sort is stable, over the rows reversed), through
+/// [`insert_in_order`].
+pub(super) fn put_rows(
     items: &mut ItemsTable<'_>,
     index: &mut IndexTable<'_>,
     mut order: Vec<&ItemRow>,
@@ -40,35 +42,133 @@ fn put_rows(
     order.sort_by(|a, b| table_key(&a.pk, &a.sk).cmp(&table_key(&b.pk, &b.sk)));
     order.dedup_by(|a, b| (&a.pk, &a.sk) == (&b.pk, &b.sk));
     let mut stale = Vec::new();
-    for row in &order {
-        let old = items
-            .insert(table_key(&row.pk, &row.sk), row.bytes.as_slice())
-            .map_err(unavailable)?;
-        if let Some(guard) = old {
-            if let Some(g) = string_attr(&decode(guard.value())?, GSI1SK) {
-                stale.push((*row, g.to_owned()));
-            }
+    let rows = order.iter().map(|row| Ok(TableEntry(row)));
+    insert_in_order(items, rows, |row, old| {
+        if let Some(g) = stored_gsi1sk(old)? {
+            stale.push((row.0.sk.clone(), g, row.0.pk.clone()));
         }
-    }
-    // Index keys hold the item's key, so the entries removed and added never collide: every
-    // removal first, then every addition, each in key order.
-    stale.sort_by(|(a, g), (b, h)| index_key(&a.sk, g, &a.pk).cmp(&index_key(&b.sk, h, &b.pk)));
-    for (row, g) in &stale {
-        index
-            .remove(index_key(&row.sk, g, &row.pk))
-            .map_err(unavailable)?;
-    }
-    let mut fresh: Vec<(&ItemRow, &str)> = order
+        Ok(())
+    })?;
+    remove_index_entries(index, stale)?;
+    let mut fresh: Vec<IndexEntry<'_>> = order
         .iter()
-        .filter_map(|row| row.gsi1sk.as_deref().map(|g| (*row, g)))
+        .filter_map(|row| Some(IndexEntry(row, row.gsi1sk.as_deref()?)))
         .collect();
-    fresh.sort_by(|(a, g), (b, h)| index_key(&a.sk, g, &a.pk).cmp(&index_key(&b.sk, h, &b.pk)));
-    for (row, g) in fresh {
-        index
-            .insert(index_key(&row.sk, g, &row.pk), row.bytes.as_slice())
-            .map_err(unavailable)?;
+    fresh.sort_by(|a, b| a.key().cmp(&b.key()));
+    insert_in_order(index, fresh.into_iter().map(Ok), |_, _| Ok(()))
+}
+
+/// Removes index entries `(SK, GSI1SK, PK)` (those of replaced items), in key order.
+pub(super) fn remove_index_entries(
+    index: &mut IndexTable<'_>,
+    mut stale: Vec<(String, String, String)>,
+) -> Result<(), StoreError> {
+    // Index keys hold the item's key, so the entries removed and the ones a write adds never
+    // collide: every removal comes first.
+    stale.sort();
+    for (sk, g, pk) in &stale {
+        index.remove(index_key(sk, g, pk)).map_err(unavailable)?;
     }
     Ok(())
+}
+
+/// An entry to insert into a redb table of byte rows: its key, as the table's key type reads
+/// it, and its row.
+pub(super) trait Entry {
+    type Key: redb::Key + 'static;
+    fn key(&self) -> <Self::Key as redb::Value>::SelfType<'_>;
+    fn row(&self) -> &[u8];
+}
+
+/// A validated row, as the table keeps it.
+struct TableEntry<'r>(&'r ItemRow);
+
+impl Entry for TableEntry<'_> {
+    type Key = (&'static [u8], &'static [u8]);
+    fn key(&self) -> (&[u8], &[u8]) {
+        table_key(&self.0.pk, &self.0.sk)
+    }
+    fn row(&self) -> &[u8] {
+        &self.0.bytes
+    }
+}
+
+/// A validated row's index entry, under its `GSI1SK`.
+struct IndexEntry<'r>(&'r ItemRow, &'r str);
+
+impl Entry for IndexEntry<'_> {
+    type Key = (&'static [u8], &'static [u8], &'static [u8]);
+    fn key(&self) -> (&[u8], &[u8], &[u8]) {
+        index_key(&self.0.sk, self.1, &self.0.pk)
+    }
+    fn row(&self) -> &[u8] {
+        self.0.index_bytes()
+    }
+}
+
+/// Inserts `entries` (in key order, no key twice) through cursors, each taking a run of
+/// entries that fall between the same two stored keys, and calls `replaced` with each entry
+/// whose key was already stored and the row it replaced.
+///
+/// Why cursors: redb's `CursorMut` buffers a run of inserts and writes it as full leaves, in
+/// one update of their parent, where `Table::insert` descends the tree for every key and
+/// splits a full leaf in half. A bulk load into a new partition is one run, written once and
+/// full (B-trees fed by `insert` were about 57 % full); an entry among stored ones is a run
+/// of one, which costs what an `insert` does.
+pub(super) fn insert_in_order<E: Entry>(
+    table: &mut redb::Table<'_, E::Key, &'static [u8]>,
+    entries: impl Iterator<Item = Result<E, StoreError>>,
+    mut replaced: impl FnMut(&E, &[u8]) -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
+    let mut entries = entries.peekable();
+    while let Some(first) = entries.peek() {
+        let first = match first {
+            Ok(first) => first,
+            Err(_) => return entries.next().map_or(Ok(()), |e| e.map(drop)),
+        };
+        let mut cursor = table
+            .lower_bound_mut(Bound::Included(first.key()))
+            .map_err(unavailable)?;
+        // The stored key after the gap, which inserts before the gap leave in place: read once
+        // per placement, and again after a key it held is replaced.
+        let mut stored = next_key::<E::Key>(&mut cursor)?;
+        while let Some(entry) = entries.peek() {
+            let Ok(entry) = entry else { break };
+            let next = stored.as_deref().map(|stored| {
+                let key = entry.key();
+                let wanted = <E::Key as redb::Value>::as_bytes(&key);
+                <E::Key as redb::Key>::compare(stored, wanted.as_ref())
+            });
+            match next {
+                // A stored key lies before this entry: the run ends, and a cursor is placed
+                // again at the entry.
+                Some(Ordering::Less) => break,
+                Some(Ordering::Equal) => {
+                    if let Some((_, old)) = cursor.remove_next().map_err(unavailable)? {
+                        replaced(entry, old.value())?;
+                    }
+                    stored = next_key::<E::Key>(&mut cursor)?;
+                }
+                Some(Ordering::Greater) | None => {}
+            }
+            cursor
+                .insert_before(entry.key(), entry.row())
+                .map_err(unavailable)?;
+            entries.next();
+        }
+        cursor.close().map_err(unavailable)?;
+    }
+    Ok(())
+}
+
+/// The encoded key of the entry after a cursor's gap, if any.
+fn next_key<K: redb::Key + 'static>(
+    cursor: &mut redb::CursorMut<'_, K, &'static [u8]>,
+) -> Result<Option<Vec<u8>>, StoreError> {
+    Ok(cursor
+        .peek_next()
+        .map_err(unavailable)?
+        .map(|(key, _)| <K as redb::Value>::as_bytes(&key.value()).as_ref().to_vec()))
 }
 
 /// Deletes one item and its index entry; deleting a missing item is a no-op, as in DynamoDB.
@@ -82,7 +182,7 @@ fn delete_key(
             .remove(table_key(&key.pk, &key.sk))
             .map_err(unavailable)?;
         match old {
-            Some(guard) => string_attr(&decode(guard.value())?, GSI1SK).map(str::to_owned),
+            Some(guard) => stored_gsi1sk(guard.value())?,
             None => None,
         }
     };
@@ -172,7 +272,7 @@ fn read_item(items: &ItemsTable<'_>, key: &Key) -> Result<Option<Item>, StoreErr
     items
         .get(table_key(&key.pk, &key.sk))
         .map_err(unavailable)?
-        .map(|guard| decode(guard.value()))
+        .map(|guard| decode_table_row(&key.pk, &key.sk, guard.value()))
         .transpose()
 }
 
