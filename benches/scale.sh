@@ -7,6 +7,9 @@
 #     order (an INT field that 85 % of issues have), and its peak (VmHWM);
 #   - for each order: the first, middle and last page's time (median of 5) and DynamoDB calls
 #     and read units (extensions.cost);
+#   - the file against the items and index rows it holds (`gridgate compact`'s report: its
+#     "file before" line is the file as the load, or the edits, left it), after the load and
+#     after EDITS (100,000; 0 skips them) random cell edits through the API;
 # then seeds DDB_ISSUES (100,000; 0 skips it) the same way into DynamoDB Local and reports the
 # same page figures there.
 #
@@ -21,6 +24,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ISSUES="${ISSUES:-1000000}"
 CACHE_MB="${CACHE_MB:-64}"
 DDB_ISSUES="${DDB_ISSUES:-100000}"
+EDITS="${EDITS:-100000}"
 ROOT="$PWD"
 
 log() { echo "$*" >&2; }
@@ -56,6 +60,9 @@ awk -v s="$seconds" -v n="$ISSUES" -v d="$disk" -v a="$apparent" 'BEGIN {
     printf "seed: %.1f s, %.0f issues/s\n", s, n / s
     printf "file: %.0f MB on disk (%.0f B per issue), %.0f MB apparent (%.0f B per issue)\n",
         d / 1e6, d / n, a / 1e6, a / n }'
+# What the file holds against its size, as the load left it (compacting changes little: a load
+# is one transaction).
+"$BIN" compact --data-dir "$WORK/data" --embedded-cache-mb "$CACHE_MB" | sed 's/^/  /'
 
 # Starts the server with flags "$@", its stderr to $WORK/server.log; sets SERVER and URL.
 serve() {
@@ -96,9 +103,16 @@ serve --data-dir "$WORK/data" --embedded-cache-mb "$CACHE_MB"
 echo "server RSS at start: $(mib "$(rss_kb "$SERVER" VmRSS)")"
 pages rss
 echo "server RSS peak: $(mib "$(rss_kb "$SERVER" VmHWM)") (cache $CACHE_MB MiB)"
+if [ "$EDITS" -gt 0 ]; then
+    echo "$EDITS random cell edits: $(node benches/scale_edits.mjs "$URL" "$PROJECT" "$EDITS" 8)"
+fi
 kill "$SERVER"
 wait "$SERVER" 2>/dev/null || true
 SERVER=""
+if [ "$EDITS" -gt 0 ]; then
+    echo "after the edits:"
+    "$BIN" compact --data-dir "$WORK/data" --embedded-cache-mb "$CACHE_MB" | sed 's/^/  /'
+fi
 
 [ "$DDB_ISSUES" -gt 0 ] || exit 0
 . benches/dynamodb_local.sh

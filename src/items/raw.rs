@@ -36,12 +36,12 @@ impl IssueListRow {
 }
 
 /// Reads a row of a project's issue list. An issue item is decoded as [`decode_issue`]
-/// decodes it; an item kept as text is read typed, in one pass with [`Reader`], with no
-/// attribute map: every row of a grid page sorted by num comes this way. A text the one pass
+/// decodes it; a stored row is read typed, in one pass with `row::Reader`, with no
+/// attribute map: every row of a grid page sorted by num comes this way. A row the one pass
 /// cannot take as it is (a missing or mistyped attribute, a bad id, a cell that is neither a
 /// string nor a number, an attribute given twice) is decoded again the general way, so the
 /// result, warnings and errors included, is always exactly that of the attribute map; the
-/// proptest `text_rows_read_as_their_items` holds the two together. Every text that goes the
+/// proptest `stored_rows_read_as_their_items` holds the two together. Every row that goes the
 /// general way is counted, with its reason, in the fall-back counters `ids` carries.
 pub fn decode_issue_list_row(raw: RawItem, ids: &mut SharedIds) -> Result<IssueListRow, ItemError> {
     let item = match raw {
@@ -61,7 +61,7 @@ pub fn decode_issue_list_row(raw: RawItem, ids: &mut SharedIds) -> Result<IssueL
 }
 
 /// Reads an issue's source item as a store read it: [`decode_issue`], in one typed pass over
-/// an item kept as text (see [`decode_issue_list_row`]).
+/// a stored row (see [`decode_issue_list_row`]).
 pub fn decode_issue_raw(raw: RawItem, ids: &mut SharedIds) -> Result<Issue, ItemError> {
     let item = match raw {
         RawItem::Map(item) => item,
@@ -141,7 +141,7 @@ impl SharedIds {
     }
 }
 
-/// The row an item's text holds when every attribute is as a writer leaves it; otherwise why
+/// The issue or index row a stored row holds when every attribute is as a writer leaves it; otherwise why
 /// it needs the attribute map's judgement.
 fn issue_row_from_row(row: &Row, ids: &mut SharedIds) -> Result<IssueListRow, TextMiss> {
     #[derive(Default)]
@@ -324,12 +324,12 @@ pub enum PartitionRow {
 }
 
 /// Reads a row of a project's partition as a store read it: [`decode_project_owned`] or
-/// [`decode_field_owned`] by its `Type`, in one typed pass over an item kept as text. As for
-/// issues, a text the pass cannot take as it is goes the general way, so the result (errors
+/// [`decode_field_owned`] by its `Type`, in one typed pass over a stored row. As for
+/// issues, a row the pass cannot take as it is goes the general way, so the result (errors
 /// included) is always that of the attribute map; the proptest
 /// `partition_rows_read_as_their_items` holds the two together. Every grid page reads its
 /// project's partition, and through attribute maps and serde its 9 rows cost about a twentieth
-/// of a page. A text that goes the general way is counted, with its reason, in `fallbacks`.
+/// of a page. A row that goes the general way is counted, with its reason, in `fallbacks`.
 pub fn decode_partition_row(
     raw: RawItem,
     fallbacks: Option<&Fallbacks>,
@@ -354,7 +354,7 @@ pub fn decode_partition_row(
     })
 }
 
-/// What the one pass over a partition row's text gives: the row, or word that it is a view's
+/// What the one pass over a partition row gives: the row, or word that it is a view's
 /// definition, which serde reads.
 // Returned by value once per row and taken apart at once, never stored: boxing the row would
 // cost an allocation per row of every grid page.
@@ -386,7 +386,7 @@ fn plain_number<T: std::str::FromStr>(n: &str) -> Option<T> {
     }
 }
 
-/// The attributes of a project or custom field item, as [`partition_row_from_text`] reads
+/// The attributes of a project or custom field item, as [`partition_row_from_row`] reads
 /// them.
 #[derive(Default)]
 struct PartitionParts<'a> {
@@ -426,7 +426,7 @@ fn set_once<T>(slot: &mut Option<T>, value: Option<T>) -> Result<(), TextMiss> {
     }
 }
 
-/// The row a partition item's text holds when every attribute is as a writer leaves it;
+/// The row a stored partition item holds when every attribute is as a writer leaves it;
 /// otherwise why it needs the attribute map's judgement.
 fn partition_row_from_row(row: &Row) -> Result<TextRow, TextMiss> {
     let mut p = PartitionParts::default();
@@ -675,11 +675,11 @@ mod tests {
     }
 
     proptest! {
-        /// An issue, or a row of an issue list, read from its text gives exactly what its
+        /// An issue, or a row of an issue list, read from its stored row gives exactly what its
         /// attribute map gives: the same issue or index row, or an error with the same
         /// message, whatever the item holds.
         #[test]
-        fn text_rows_read_as_their_items(
+        fn stored_rows_read_as_their_items(
             name in "[a-zA-Z0-9 \"\\\\\u{1}é\u{1F600}]{0,16}",
             num in any::<u32>(),
             version in any::<u64>(),
@@ -831,7 +831,7 @@ mod tests {
     }
 
     proptest! {
-        /// A project (with its counters), custom field or saved view row read from its text
+        /// A project (with its counters), custom field or saved view row read from its stored row
         /// gives exactly what its attribute map gives (the same row, or an error with the same
         /// message), whatever it holds.
         #[test]
@@ -909,7 +909,7 @@ mod tests {
     }
 
     /// Rows of a batch that name other projects and fields than the rows before them keep
-    /// their own ids: sharing only ever hands out an id equal to the row's text.
+    /// their own ids: sharing only ever hands out an id equal to the row's own.
     #[test]
     fn shared_ids_follow_each_row() {
         let (first, _) = sample_issue();

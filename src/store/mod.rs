@@ -490,7 +490,7 @@ pub trait Store: Send + Sync + 'static {
     async fn query(&self, query: &Query) -> Result<QueryOutput, StoreError>;
 
     /// One Query call, its items as the store read them, for readers that decode them typed
-    /// (the paging engine): the embedded store hands over its stored rows' text, the DynamoDB
+    /// (the paging engine): the embedded store hands over its stored rows with their keys, the DynamoDB
     /// store the attribute maps it lifted from the response ([`QueryOutput::into_raw`]). There
     /// is no default: every store and every wrapper says what it does, so a wrapper in a test
     /// cannot quietly send the production path down [`Store::query`].

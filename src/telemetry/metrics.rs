@@ -121,7 +121,7 @@ pub enum PlanMiss {
     Project,
 }
 
-/// Why a stored row's text took the attribute-map way (`items::raw`).
+/// Why a stored row took the attribute-map way (`items::raw`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TextMiss {
     /// An attribute the row's entity does not declare.
