@@ -5,8 +5,9 @@
 //! Why not DynamoDB JSON, which the store kept until issue 24: every value paid its type tag
 //! as `{"S":"…"}` and every name its quotes, and `PK`, `SK` and `GSI1SK` were held twice, in
 //! the key and in the row. A row came to twice the item's size as DynamoDB counts it, so the
-//! file was 3.6 times the data. Here a name or value costs its bytes and a one-byte length,
-//! a value one more byte for its type, and the key attributes are not stored at all.
+//! file was 3.6 times the data. Here a name or value costs its bytes and its length (one
+//! byte under 128), a value one more byte for its type, and the key attributes are not
+//! stored at all.
 //!
 //! The encoding (every length and count an unsigned LEB128 varint):
 //!

@@ -91,6 +91,11 @@ impl Record {
         let word =
             |i: usize| u32::from_le_bytes([header[i], header[i + 1], header[i + 2], header[i + 3]]);
         let ends = [word(0), word(4), word(8)];
+        // A record is one row and its key: never near this, unless the file is damaged.
+        const MAX_RECORD: u32 = 64 * 1024 * 1024;
+        if word(12) > MAX_RECORD {
+            return Err(std::io::Error::other("a run record longer than any row"));
+        }
         let mut bytes = vec![0; word(12) as usize];
         input.read_exact(&mut bytes)?;
         if ends[0] > ends[1] || ends[1] > ends[2] || ends[2] as usize > bytes.len() {
@@ -356,7 +361,7 @@ pub(super) fn remove_leftover_runs(file: &Path) {
 
 /// What a load holds until it is written.
 pub(super) struct LoadRuns {
-    dir: Arc<SpillDir>,
+    dir: SpillDir,
     items: Runs,
     index: Runs,
     /// Bytes of rows in memory, and how many it holds before it spills them.
@@ -399,7 +404,7 @@ impl LoadRuns {
     /// An empty load spilling beside the database `file`.
     pub(super) fn beside(file: &Path) -> LoadRuns {
         LoadRuns {
-            dir: Arc::new(SpillDir::beside(file)),
+            dir: SpillDir::beside(file),
             items: Runs::default(),
             index: Runs::default(),
             held: 0,
@@ -534,7 +539,16 @@ impl BulkLoad for EmbeddedLoad {
     /// before it is, and returns: the loader makes its next batch meanwhile. A step that
     /// fails fails this call or the next, and the load with it.
     async fn put(&mut self, items: Vec<Item>) -> Result<(), StoreError> {
-        let batch = records(&items)?;
+        let batch = match records(&items) {
+            Ok(batch) => batch,
+            Err(refused) => {
+                // A load missing a batch is not what its caller asked for: it fails whole.
+                // Dropping the task's handle detaches it; the runs go when it ends.
+                self.runs = None;
+                self.pending = None;
+                return Err(refused);
+            }
+        };
         drop(items);
         let mut runs = self.settled().await?;
         self.pending = Some(tokio::task::spawn_blocking(move || {
@@ -681,27 +695,47 @@ mod tests {
         }
     }
 
-    /// A load that failed says so, rather than start again empty; the directory of an
-    /// unfinished load is removed when the store next opens.
+    /// A load whose batch is refused, or whose run cannot be written, fails whole: later
+    /// calls say so rather than carry on without it, and nothing is written; the directory
+    /// of an unfinished load is removed when the store next opens.
     #[tokio::test]
     async fn a_failed_load_stays_failed_and_leftover_runs_are_removed() {
         let (dir, store) = store().await;
-        let mut load = EmbeddedLoad::new(Arc::clone(&store.db), &store.path);
-        load.put(vec![item("a", "s", None)]).await.unwrap();
         // An item without SK is refused as a write would refuse it.
         let mut keyless = item("b", "s", None);
         keyless.remove("SK");
+        let mut load = EmbeddedLoad::new(Arc::clone(&store.db), &store.path);
+        load.put(vec![item("a", "s", None)]).await.unwrap();
         assert!(matches!(
             load.put(vec![keyless]).await,
             Err(StoreError::Invalid(_))
         ));
-        load.runs = None;
-        load.pending = None;
-        assert!(matches!(
-            load.put(vec![item("c", "s", None)]).await,
-            Err(StoreError::Unavailable(_))
-        ));
+        let later = load.put(vec![item("c", "s", None)]).await;
+        assert!(
+            matches!(later, Err(StoreError::Unavailable(_))),
+            "{later:?}"
+        );
         assert!(Box::new(load).finish().await.is_err());
+
+        // A run that cannot be written (a file where its directory goes) fails the task that
+        // writes it, and the load with it.
+        let mut load = EmbeddedLoad::new(Arc::clone(&store.db), &store.path);
+        let blocked = load.runs.as_ref().unwrap().dir.0.clone();
+        std::fs::write(&blocked, b"in the way").unwrap();
+        load.runs.as_mut().unwrap().run_bytes = 1;
+        load.put(vec![item("a", "s", None)]).await.unwrap();
+        let failed = load.put(vec![item("b", "s", None)]).await;
+        assert!(
+            matches!(&failed, Err(StoreError::Unavailable(m)) if m.contains("bulk load runs")),
+            "{failed:?}"
+        );
+        let later = load.put(vec![item("c", "s", None)]).await;
+        assert!(
+            matches!(&later, Err(StoreError::Unavailable(m)) if m.contains("failed earlier")),
+            "{later:?}"
+        );
+        assert!(Box::new(load).finish().await.is_err());
+        let _ = std::fs::remove_file(&blocked);
         let (table, _) = contents(&store);
         assert!(table.is_empty());
 
