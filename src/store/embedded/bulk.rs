@@ -473,7 +473,7 @@ impl LoadRuns {
                 // added below, may put it back), so a load over a full table holds no list
                 // of them.
                 if let Some(g) = stored_gsi1sk(old)? {
-                    gsi1.remove(index_key_of(row.0.part(1), g.as_bytes(), row.0.part(0)))
+                    gsi1.remove((row.0.part(1), g.as_bytes(), row.0.part(0)))
                         .map_err(unavailable)?;
                 }
                 Ok(())
@@ -496,11 +496,6 @@ impl LoadRuns {
         drop(dir);
         Ok(())
     }
-}
-
-/// An index key from its parts' bytes.
-fn index_key_of<'a>(sk: &'a [u8], g: &'a [u8], pk: &'a [u8]) -> (&'a [u8], &'a [u8], &'a [u8]) {
-    (sk, g, pk)
 }
 
 impl EmbeddedLoad {

@@ -4,8 +4,7 @@
 use redb::{Database, ReadableDatabase};
 
 use super::table::{
-    corrupt, decode, decode_table_row, index_key, key_str, stored_row, table_key, unavailable,
-    GSI1_INDEX, ITEMS,
+    corrupt, decode, index_key, key_str, stored_row, table_key, unavailable, GSI1_INDEX, ITEMS,
 };
 use super::validate::{check_key_value, validate_key};
 use crate::store::limits::{MAX_PARTITION_KEY_BYTES, MAX_SORT_KEY_BYTES, PAGE_BYTES};
@@ -381,8 +380,13 @@ pub(super) fn scan_sync(
             out.last_evaluated = last.take();
             break;
         }
-        let (size, _) = stored_row(value.value())?;
-        let item = decode_table_row(pk, sk, value.value())?;
+        let (size, attributes) = stored_row(value.value())?;
+        let item = decode(RowRef {
+            pk,
+            sk,
+            gsi1sk: None,
+            attributes,
+        })?;
         bytes += size;
         last = Some(Key::new(pk, sk));
         out.items.push(item);
