@@ -1,18 +1,23 @@
 //! Bulk loads into the embedded store ([`Store::bulk_load`](crate::store::Store::bulk_load),
-//! what `seed --synthetic` writes through): batches are validated as they come and kept as
-//! sorted runs, spilled to files beside the database past [`RUN_BYTES`]; `finish` writes the
-//! whole load in one write transaction, merging the runs into the table and then into the
-//! index, each in key order, each once.
+//! what `seed --synthetic` writes through): batches are validated and sorted on the blocking
+//! pool as they come, several at once, and kept as sorted runs, spilled to files beside the
+//! database past [`RUN_BYTES`]; `finish` writes the whole load in one write transaction,
+//! merging the runs into the table and into the index side by side, each in key order, each
+//! page once (the few index entries the load leaves behind are removed at the end).
 //!
 //! Why not a transaction per batch: a batch's index entries (a cell's value, an issue's name)
 //! are spread over the whole index, so every batch rewrote most of the index's pages, and the
 //! load slowed as the file grew (1,000,000 issues took 341 s, against 24 s for 100,000). A
 //! merge writes each table front to back as full leaves, so the load costs what the data
 //! does. The load is one transaction, so it is written whole or not at all.
+//!
+//! Where the time goes (issue 24's profiles), and so what runs beside what: making the items
+//! and preparing batches keep both cores busy until the last batch; then the table's writer,
+//! the index's writer and their two merges share them; then redb's commit runs alone.
 
 use std::cell::RefCell;
 use std::cmp::{Ordering, Reverse};
-use std::collections::{BinaryHeap, HashSet};
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -144,24 +149,97 @@ struct Runs {
     memory: Vec<Vec<Record>>,
 }
 
-/// Sorts a batch's rows by key, the last of each key kept (as written in order); the others
-/// are handed to `dropped`.
+/// Sorts a batch's records by key, the last of each key kept (as written in order); the
+/// others are handed to `dropped`.
 fn sorted(
     batch: Vec<Record>,
     mut dropped: impl FnMut(&Record) -> Dropped,
 ) -> Result<Vec<Record>, StoreError> {
-    // Rows of one key latest first, by their place in the batch: an unstable sort, faster
-    // than a stable one, still keeps the last.
-    let mut batch: Vec<(usize, Record)> = batch.into_iter().enumerate().collect();
-    batch.sort_unstable_by(|(i, a), (j, b)| a.key().cmp(&b.key()).then(j.cmp(i)));
-    let mut kept: Vec<Record> = Vec::with_capacity(batch.len());
-    for (_, record) in batch {
+    let order = key_order(&batch);
+    let mut slots: Vec<Option<Record>> = batch.into_iter().map(Some).collect();
+    let mut kept: Vec<Record> = Vec::with_capacity(slots.len());
+    for i in order {
+        let Some(record) = slots[i].take() else {
+            continue;
+        };
         match kept.last() {
             Some(last) if last.key() == record.key() => dropped(&record)?,
             _ => kept.push(record),
         }
     }
     Ok(kept)
+}
+
+/// The batch's positions in key order, the later of two equal keys first.
+///
+/// Why not sort the records themselves: they lie all over the heap, and a comparison that
+/// reads two of them mostly waits for memory (a load's profile spent 14 % of its time in the
+/// sort's `memcmp`). Here each position is sorted beside an abbreviation of its key: the rank
+/// of its first part among the batch's first parts, then 12 bytes of its second part past
+/// the prefix that every key of its first part shares (an issue's sort strings share their
+/// field's). Abbreviations that differ order their keys as the keys do; only equal ones read
+/// the records.
+fn key_order(batch: &[Record]) -> Vec<usize> {
+    // The batch's first parts, numbered as they are met: `firsts[g]` is the first record of
+    // group `g`. Neighbours often share one (an issue's rows), which skips the map.
+    let mut numbers: HashMap<&[u8], usize> = HashMap::new();
+    let mut firsts: Vec<usize> = Vec::new();
+    let mut groups: Vec<usize> = Vec::with_capacity(batch.len());
+    for (i, record) in batch.iter().enumerate() {
+        let part = record.part(0);
+        let group = match groups.last() {
+            Some(&g) if batch[firsts[g]].part(0) == part => g,
+            _ => *numbers.entry(part).or_insert_with(|| {
+                firsts.push(i);
+                firsts.len() - 1
+            }),
+        };
+        groups.push(group);
+    }
+    drop(numbers);
+    let mut by_key: Vec<usize> = (0..firsts.len()).collect();
+    by_key.sort_unstable_by(|&a, &b| batch[firsts[a]].part(0).cmp(batch[firsts[b]].part(0)));
+    // A rank takes the abbreviation's top 32 bits; a batch is never near 2^32 records.
+    debug_assert!(firsts.len() <= u32::MAX as usize);
+    let mut ranks = vec![0u128; firsts.len()];
+    for (rank, group) in by_key.into_iter().enumerate() {
+        ranks[group] = rank as u128;
+    }
+    // The length of the second part's prefix shared by every record of a group.
+    let mut shared: Vec<usize> = firsts.iter().map(|&i| batch[i].part(1).len()).collect();
+    for (record, &g) in batch.iter().zip(&groups) {
+        let first = batch[firsts[g]].part(1);
+        let common = first
+            .iter()
+            .zip(record.part(1))
+            .take_while(|(a, b)| a == b)
+            .count();
+        shared[g] = shared[g].min(common);
+    }
+    let mut keyed: Vec<(u128, usize)> = batch
+        .iter()
+        .zip(&groups)
+        .enumerate()
+        .map(|(i, (record, &g))| {
+            // Zero-padded, so a part that ends sooner (a prefix of another) sorts no later.
+            let rest = &record.part(1)[shared[g]..];
+            let mut bytes = [0u8; 16];
+            let n = rest.len().min(12);
+            bytes[4..4 + n].copy_from_slice(&rest[..n]);
+            (ranks[g] << 96 | u128::from_be_bytes(bytes), i)
+        })
+        .collect();
+    // Equal abbreviations have equal first parts and equal shared prefixes: the rest decides.
+    let rest = |i: usize| {
+        let record = &batch[i];
+        (&record.part(1)[shared[groups[i]]..], record.part(2))
+    };
+    keyed.sort_unstable_by(|&(a, i), &(b, j)| {
+        a.cmp(&b)
+            .then_with(|| rest(i).cmp(&rest(j)))
+            .then(j.cmp(&i))
+    });
+    keyed.into_iter().map(|(_, i)| i).collect()
 }
 
 /// What a callback for a row dropped in favour of a later one gives.
@@ -301,9 +379,14 @@ impl<D: FnMut(&Record) -> Dropped> Iterator for Merge<D> {
 /// A bulk load into the embedded store (see the module's documentation).
 pub(super) struct EmbeddedLoad {
     db: Arc<Database>,
-    /// What the load holds, or the task that is sorting the last batch into it: a batch is
-    /// sorted on the blocking pool while the loader makes the next one. Neither, once a
-    /// step failed: the load is then lost, and says so rather than start again empty.
+    /// Batches being validated and sorted on the blocking pool, oldest first, at most
+    /// [`EmbeddedLoad::width`] of them: the loader makes its next batch meanwhile, and on a
+    /// machine with more than one core they are prepared side by side.
+    preparing: VecDeque<tokio::task::JoinHandle<Result<Sorted, StoreError>>>,
+    width: usize,
+    /// What the load holds, or the task that is adding the last prepared batch to it (which
+    /// may spill runs). Neither, once a step failed: the load is then lost, and says so
+    /// rather than start again empty.
     runs: Option<LoadRuns>,
     pending: Option<tokio::task::JoinHandle<Result<LoadRuns, StoreError>>>,
 }
@@ -367,19 +450,26 @@ pub(super) struct LoadRuns {
     /// Bytes of rows in memory, and how many it holds before it spills them.
     held: usize,
     run_bytes: usize,
-    /// Index entries of rows a later row of the same key replaced within the load: not
-    /// written, unless the row that stays has the same entry.
+    /// Index entries of rows a later row of the same key replaced within the load: written
+    /// with the rest of the load's, then removed, less the entries of the rows that stay.
     superseded: HashSet<IndexKey>,
 }
 
 /// An index entry's key parts, `(SK, GSI1SK, PK)`.
 type IndexKey = (Vec<u8>, Vec<u8>, Vec<u8>);
 
-/// A batch as records: the table's rows, the index's entries, and their bytes.
-pub(super) type Batch = (Vec<Record>, Vec<Record>, usize);
+/// A batch ready to join a load: the table's rows and the index's entries, each sorted with
+/// the last of a key kept, the index entries of the rows that dropped replaced, and the
+/// records' bytes.
+pub(super) struct Sorted {
+    rows: Vec<Record>,
+    entries: Vec<Record>,
+    superseded: Vec<IndexKey>,
+    bytes: usize,
+}
 
-/// Validates a batch's items into the records of both tables.
-pub(super) fn records(items: &[Item]) -> Result<Batch, StoreError> {
+/// Validates a batch's items (as a write would) into the records of both tables, sorted.
+pub(super) fn prepare(items: &[Item]) -> Result<Sorted, StoreError> {
     let mut rows = Vec::with_capacity(items.len());
     let mut entries = Vec::with_capacity(items.len());
     let mut bytes = 0;
@@ -397,7 +487,15 @@ pub(super) fn records(items: &[Item]) -> Result<Batch, StoreError> {
             entries.push(record);
         }
     }
-    Ok((rows, entries, bytes))
+    let mut superseded = Vec::new();
+    let rows = sorted(rows, |old| supersede(&mut superseded, old))?;
+    let entries = sorted(entries, |_| Ok(()))?;
+    Ok(Sorted {
+        rows,
+        entries,
+        superseded,
+        bytes,
+    })
 }
 
 impl LoadRuns {
@@ -413,15 +511,13 @@ impl LoadRuns {
         }
     }
 
-    /// Adds a batch's records (see [`records`]), sorted, as a run of each table; merges the
-    /// runs in memory into a file each once they hold [`RUN_BYTES`].
-    pub(super) fn add(&mut self, batch: Batch) -> Result<(), StoreError> {
-        let (rows, entries, bytes) = batch;
-        self.held += bytes;
-        let superseded = &mut self.superseded;
-        let rows = sorted(rows, |old| supersede(superseded, old))?;
-        self.items.memory.push(rows);
-        self.index.memory.push(sorted(entries, |_| Ok(()))?);
+    /// Adds a batch (see [`prepare`]) as a run of each table; merges the runs in memory into
+    /// a file each once they hold [`RUN_BYTES`].
+    pub(super) fn add(&mut self, batch: Sorted) -> Result<(), StoreError> {
+        self.held += batch.bytes;
+        self.superseded.extend(batch.superseded);
+        self.items.memory.push(batch.rows);
+        self.index.memory.push(batch.entries);
         if self.held >= self.run_bytes {
             let dir = &self.dir.0;
             std::fs::create_dir_all(dir)
@@ -438,9 +534,9 @@ impl LoadRuns {
         Ok(())
     }
 
-    /// Writes the load in `txn`: the table's runs merged into the table (the index entries of
-    /// the stored items they replace removed as they are met, those of rows of the load they
-    /// replace noted), then the index's runs merged into the index, less the noted entries.
+    /// Writes the load in `txn`: the table's runs merged into the table while the index's runs
+    /// are merged into the index, then the index entries the load left behind removed (see
+    /// [`write_table`]).
     pub(super) fn write_in(self, txn: &WriteTransaction) -> Result<(), StoreError> {
         let LoadRuns {
             dir,
@@ -449,13 +545,53 @@ impl LoadRuns {
             superseded,
             ..
         } = self;
-        // Written by the merge as it drops rows, and read as it hands over the row kept.
-        let superseded = RefCell::new(superseded);
         let mut table = txn.open_table(ITEMS).map_err(unavailable)?;
         let mut gsi1 = txn.open_table(GSI1_INDEX).map_err(unavailable)?;
-        {
-            let rows = items.merge(|old| supersede(&mut superseded.borrow_mut(), old))?;
-            let rows = rows.map(|row| {
+        // The table and the index are written side by side (redb lets two threads write two
+        // tables of one transaction), each fed by a merge on a thread of its own: writing
+        // pages took two thirds of a load's last step, merging the rest. So the index's
+        // writer cannot yet know which of its entries a row replaced within the load, or a
+        // stored row replaced by the load, leaves behind: the table's writer lists them,
+        // and they go once both are written.
+        let (superseded, stale) = std::thread::scope(|scope| {
+            let indexing = scope.spawn(|| write_index(&mut gsi1, index));
+            let table_written = write_table(&mut table, items, superseded);
+            let index_written = indexing
+                .join()
+                .map_err(|_| unavailable("a bulk load's index writer panicked"))?;
+            let left = table_written?;
+            index_written.map(|()| left)
+        })?;
+        // In key order, so the removals walk the index once.
+        let left: std::collections::BTreeSet<IndexKey> =
+            superseded.into_iter().chain(stale).collect();
+        for (sk, g, pk) in &left {
+            gsi1.remove((sk.as_slice(), g.as_slice(), pk.as_slice()))
+                .map_err(unavailable)?;
+        }
+        // The runs' files are no longer needed.
+        drop(dir);
+        Ok(())
+    }
+}
+
+/// The redb table that entries of type `E` go to.
+type TableOf<'txn, E> = redb::Table<'txn, <E as Entry>::Key, &'static [u8]>;
+
+/// Merges the table's runs into `table`. Returns the index entries that are left behind: those
+/// of the rows of the load that a later row of their key replaced (unless the row kept has the
+/// same), and those of stored rows that the load replaced with a row without the same.
+fn write_table(
+    table: &mut TableOf<'_, TableRecord>,
+    items: Runs,
+    superseded: HashSet<IndexKey>,
+) -> Result<(HashSet<IndexKey>, Vec<IndexKey>), StoreError> {
+    std::thread::scope(|scope| {
+        let (rows, merging) = merged_on(scope, move |send| {
+            // Written by the merge as it drops rows, and read as it hands over the row kept.
+            let superseded = RefCell::new(superseded);
+            let rows = items.merge(|old| supersede(&mut *superseded.borrow_mut(), old))?;
+            for row in rows {
                 let row = row?;
                 // The row that stays keeps its index entry, whatever the rows of its key it
                 // replaced (dropped before it is handed over) had.
@@ -466,103 +602,205 @@ impl LoadRuns {
                         superseded.remove(&key);
                     }
                 }
-                Ok(TableRecord(row))
-            });
-            insert_in_order(&mut table, rows, |row, old| {
-                // A stored item replaced: its index entry goes now (the load's own entries,
-                // added below, may put it back), so a load over a full table holds no list
-                // of them.
-                if let Some(g) = stored_gsi1sk(old)? {
-                    gsi1.remove((row.0.part(1), g.as_bytes(), row.0.part(0)))
-                        .map_err(unavailable)?;
+                if !send(TableRecord(row)) {
+                    break;
                 }
-                Ok(())
-            })?;
-        }
-        let superseded = superseded.into_inner();
-        let entries = index.merge(|_| Ok(()))?.filter(|entry| match entry {
-            Ok(record) if !superseded.is_empty() => {
-                let (sk, g, pk) = record.key();
-                !superseded.contains(&(sk.to_vec(), g.to_vec(), pk.to_vec()))
             }
-            _ => true,
+            Ok(superseded.into_inner())
         });
-        insert_in_order(
-            &mut gsi1,
-            entries.map(|r| r.map(IndexRecord)),
-            |_, _| Ok(()),
-        )?;
-        // The runs' files are no longer needed.
-        drop(dir);
-        Ok(())
-    }
+        // Only entries that move are listed: a row whose replacement has the same entry has
+        // it written over by the index's writer, so a load over the same data lists none.
+        let mut stale = Vec::new();
+        let written = insert_in_order(table, rows.map(Ok), |row, old| {
+            if let Some(g) = stored_gsi1sk(old)? {
+                if stored_gsi1sk(row.0.row())?.as_deref() != Some(g.as_str()) {
+                    stale.push((
+                        row.0.part(1).to_vec(),
+                        g.into_bytes(),
+                        row.0.part(0).to_vec(),
+                    ));
+                }
+            }
+            Ok(())
+        });
+        // The merge's failure first: it ends the rows early, which the writer cannot tell
+        // from their end.
+        let superseded = joined_merge(merging)?;
+        written.map(|()| (superseded, stale))
+    })
 }
+
+/// Merges the index's runs into `gsi1`, every entry of the load (see [`write_table`] for
+/// those that go afterwards).
+fn write_index(gsi1: &mut TableOf<'_, IndexRecord>, index: Runs) -> Result<(), StoreError> {
+    std::thread::scope(|scope| {
+        let (entries, merging) = merged_on(scope, move |send| {
+            for entry in index.merge(|_| Ok(()))? {
+                if !send(IndexRecord(entry?)) {
+                    break;
+                }
+            }
+            Ok(())
+        });
+        let written = insert_in_order(gsi1, entries.map(Ok), |_, _| Ok(()));
+        joined_merge(merging)?;
+        written
+    })
+}
+
+/// Records a merge hands to the writer at a time, and chunks it may have ready ahead of it.
+const MERGE_CHUNK: usize = 1024;
+const MERGE_AHEAD: usize = 8;
+
+/// Runs `merge` on a thread of `scope`: it hands each record to the function it is given,
+/// which says whether the receiving end still wants them. Returns the records, in the order
+/// handed over (in chunks through a bounded channel), and the thread, whose result says
+/// whether the merge ended, or failed.
+fn merged_on<'scope, T: Send + 'scope, R: Send + 'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    merge: impl FnOnce(&mut dyn FnMut(T) -> bool) -> Result<R, StoreError> + Send + 'scope,
+) -> (
+    impl Iterator<Item = T> + 'scope,
+    std::thread::ScopedJoinHandle<'scope, Result<R, StoreError>>,
+) {
+    let (send, receive) = std::sync::mpsc::sync_channel::<Vec<T>>(MERGE_AHEAD);
+    let merging = scope.spawn(move || {
+        let mut chunk = Vec::with_capacity(MERGE_CHUNK);
+        let mut open = true;
+        let result = merge(&mut |record| {
+            chunk.push(record);
+            if chunk.len() == MERGE_CHUNK {
+                let full = std::mem::replace(&mut chunk, Vec::with_capacity(MERGE_CHUNK));
+                open = send.send(full).is_ok();
+            }
+            open
+        });
+        // A failed merge's rows may be written in part (the chunks sent so far): what keeps
+        // them out of the file is that the writers' callers check the merge's result before
+        // theirs, and fail the transaction, which is then never committed.
+        if result.is_ok() && !chunk.is_empty() {
+            let _ = send.send(chunk);
+        }
+        result
+    });
+    (receive.into_iter().flatten(), merging)
+}
+
+fn joined_merge<R>(
+    merging: std::thread::ScopedJoinHandle<'_, Result<R, StoreError>>,
+) -> Result<R, StoreError> {
+    merging
+        .join()
+        .map_err(|_| unavailable("a bulk load's merge panicked"))?
+}
+
+/// Batches a load prepares at once, at most: each holds its items and their records, about
+/// 30 MB for 10,000 issues × 8 fields.
+const MAX_PREPARING: usize = 4;
 
 impl EmbeddedLoad {
     pub(super) fn new(db: Arc<Database>, file: &Path) -> EmbeddedLoad {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         EmbeddedLoad {
             db,
+            preparing: VecDeque::new(),
+            width: cores.clamp(1, MAX_PREPARING),
             runs: Some(LoadRuns::beside(file)),
             pending: None,
         }
     }
 
-    /// What the load holds, once the batch being sorted is in.
+    /// What the load holds, once the batch being added is in.
     async fn settled(&mut self) -> Result<LoadRuns, StoreError> {
         if let Some(pending) = self.pending.take() {
-            return pending
-                .await
-                .map_err(|e| unavailable(format!("bulk load task failed: {e}")))?;
+            return joined(pending).await?;
         }
-        self.runs
-            .take()
-            .ok_or_else(|| unavailable("the bulk load failed earlier, and holds nothing"))
+        self.runs.take().ok_or_else(failed_earlier)
+    }
+
+    /// Adds the oldest batch being prepared to the load, once it is ready and the batch
+    /// before it is in, on the blocking pool. A step that failed fails the load whole: a
+    /// load missing a batch is not what its caller asked for. Dropping the tasks' handles
+    /// detaches them; the runs go when they end.
+    async fn add_oldest(&mut self) -> Result<(), StoreError> {
+        let Some(task) = self.preparing.pop_front() else {
+            return Ok(());
+        };
+        // The load counts as failed until the step is done: a call cancelled while it waits
+        // (a timeout, a `select!`) leaves it so, rather than carry on without the batch.
+        let (runs, pending) = (self.runs.take(), self.pending.take());
+        let step = async move {
+            let batch = joined(task).await??;
+            let mut runs = match pending {
+                Some(pending) => joined(pending).await??,
+                None => runs.ok_or_else(failed_earlier)?,
+            };
+            Ok::<_, StoreError>(tokio::task::spawn_blocking(move || {
+                runs.add(batch)?;
+                Ok(runs)
+            }))
+        };
+        match step.await {
+            Ok(adding) => {
+                self.pending = Some(adding);
+                Ok(())
+            }
+            Err(e) => {
+                self.preparing.clear();
+                Err(e)
+            }
+        }
     }
 }
 
+/// A blocking task's result; a task that panicked or was cancelled is an error.
+async fn joined<T>(task: tokio::task::JoinHandle<T>) -> Result<T, StoreError> {
+    task.await
+        .map_err(|e| unavailable(format!("bulk load task failed: {e}")))
+}
+
+fn failed_earlier() -> StoreError {
+    unavailable("the bulk load failed earlier, and holds nothing")
+}
+
 /// Notes the index entry of a table row replaced within the load.
-fn supersede(superseded: &mut HashSet<IndexKey>, old: &Record) -> Dropped {
+fn supersede(superseded: &mut impl Extend<IndexKey>, old: &Record) -> Dropped {
     if let Some(g) = stored_gsi1sk(old.row())? {
-        superseded.insert((old.part(1).to_vec(), g.into_bytes(), old.part(0).to_vec()));
+        superseded.extend([(old.part(1).to_vec(), g.into_bytes(), old.part(0).to_vec())]);
     }
     Ok(())
 }
 
 #[async_trait]
 impl BulkLoad for EmbeddedLoad {
-    /// Validates the batch, then hands it to the blocking pool to be sorted once the batch
-    /// before it is, and returns: the loader makes its next batch meanwhile. A step that
-    /// fails fails this call or the next, and the load with it.
+    /// Hands the batch to the blocking pool to be validated and sorted, and returns once no
+    /// more than [`EmbeddedLoad::width`] batches are being prepared: the loader makes its next
+    /// batch meanwhile. A batch that is refused, or a step that fails, fails this call or a
+    /// later one (`finish` at the latest), and the load with it.
     async fn put(&mut self, items: Vec<Item>) -> Result<(), StoreError> {
-        let batch = match records(&items) {
-            Ok(batch) => batch,
-            Err(refused) => {
-                // A load missing a batch is not what its caller asked for: it fails whole.
-                // Dropping the task's handle detaches it; the runs go when it ends.
-                self.runs = None;
-                self.pending = None;
-                return Err(refused);
-            }
-        };
-        drop(items);
-        let mut runs = self.settled().await?;
-        self.pending = Some(tokio::task::spawn_blocking(move || {
-            runs.add(batch)?;
-            Ok(runs)
-        }));
+        if self.runs.is_none() && self.pending.is_none() {
+            return Err(failed_earlier());
+        }
+        self.preparing
+            .push_back(tokio::task::spawn_blocking(move || prepare(&items)));
+        while self.preparing.len() > self.width {
+            self.add_oldest().await?;
+        }
         Ok(())
     }
 
     async fn finish(mut self: Box<Self>) -> Result<(), StoreError> {
+        while !self.preparing.is_empty() {
+            self.add_oldest().await?;
+        }
         let runs = self.settled().await?;
         let db = Arc::clone(&self.db);
-        tokio::task::spawn_blocking(move || {
+        let write = tokio::task::spawn_blocking(move || {
             let txn = db.begin_write().map_err(unavailable)?;
             runs.write_in(&txn)?;
             txn.commit().map_err(unavailable)
-        })
-        .await
-        .map_err(|e| unavailable(format!("bulk load task failed: {e}")))?
+        });
+        joined(write).await?
     }
 }
 
@@ -690,6 +928,112 @@ mod tests {
         }
     }
 
+    /// Key parts from a small alphabet (the lowest and highest bytes included), so that keys
+    /// share first parts and end where others go on.
+    fn a_part() -> impl Strategy<Value = Vec<u8>> {
+        prop::collection::vec(prop::sample::select(vec![0u8, 1, b'a', b'b', 255]), 0..4)
+    }
+
+    /// Second parts that agree past the 12 bytes abbreviated, or differ only by trailing
+    /// zero bytes (which the abbreviation's padding must not confuse), or are short.
+    fn a_second_part() -> impl Strategy<Value = Vec<u8>> {
+        let long = prop::sample::select(vec![
+            b"aaaaaaaaaaaaaa".to_vec(),
+            b"aaaaaaaaaaaaab".to_vec(),
+            b"abababababab".to_vec(),
+        ]);
+        prop_oneof![
+            a_part(),
+            (long, a_part(), 0..3usize).prop_map(|(mut part, tail, zeros)| {
+                part.extend(tail);
+                part.extend(std::iter::repeat_n(0u8, zeros));
+                part
+            }),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// The abbreviated sort puts a batch in the order of a plain sort by key, the later of
+        /// equal keys first.
+        #[test]
+        fn key_order_is_the_order_of_the_keys(
+            keys in prop::collection::vec((a_part(), a_second_part(), a_part()), 0..60),
+        ) {
+            let batch: Vec<Record> = keys
+                .iter()
+                .map(|(a, b, c)| Record::new([a, b, c], b"row"))
+                .collect();
+            let mut plain: Vec<usize> = (0..batch.len()).collect();
+            plain.sort_by(|&i, &j| batch[i].key().cmp(&batch[j].key()).then(j.cmp(&i)));
+            prop_assert_eq!(key_order(&batch), plain);
+        }
+    }
+
+    /// A merge hands every record over in order, across many chunks; one that fails mid-way
+    /// says so (after only records from before its failure), one whose receiver stops ends,
+    /// and one that panics is an error, none of them hanging.
+    #[test]
+    fn merged_on_hands_over_in_order_and_ends_on_every_path() {
+        let n = MERGE_CHUNK * (MERGE_AHEAD + 3) + 7;
+        let all: Vec<usize> = std::thread::scope(|scope| {
+            let (records, merging) = merged_on(scope, move |send| {
+                for i in 0..n {
+                    if !send(i) {
+                        break;
+                    }
+                }
+                Ok(())
+            });
+            let all = records.collect();
+            joined_merge(merging).unwrap();
+            all
+        });
+        assert_eq!(all, (0..n).collect::<Vec<_>>());
+
+        let (got, failed) = std::thread::scope(|scope| {
+            let (records, merging) = merged_on(scope, move |send| {
+                for i in 0..n {
+                    if i == n / 2 {
+                        return Err(StoreError::Invalid("broken run".into()));
+                    }
+                    send(i);
+                }
+                Ok(())
+            });
+            let got: Vec<usize> = records.collect();
+            (got, joined_merge(merging))
+        });
+        assert!(matches!(failed, Err(StoreError::Invalid(_))), "{failed:?}");
+        assert!(got.len() <= n / 2 && got.iter().enumerate().all(|(i, &r)| i == r));
+
+        let stopped = std::thread::scope(|scope| {
+            let (records, merging) = merged_on(scope, move |send| {
+                let mut sent = 0;
+                while send(sent) {
+                    sent += 1;
+                }
+                Ok(sent)
+            });
+            assert_eq!(records.take(10).count(), 10);
+            joined_merge(merging)
+        });
+        assert!(stopped.unwrap() < n);
+
+        let panicked = std::thread::scope(|scope| {
+            let (records, merging) = merged_on(
+                scope,
+                |_: &mut dyn FnMut(usize) -> bool| -> Result<(), StoreError> {
+                    panic!("a merge that panics")
+                },
+            );
+            assert_eq!(records.count(), 0);
+            joined_merge(merging)
+        });
+        assert!(matches!(panicked, Err(StoreError::Unavailable(_))));
+    }
+
     /// A load whose batch is refused, or whose run cannot be written, fails whole: later
     /// calls say so rather than carry on without it, and nothing is written; the directory
     /// of an unfinished load is removed when the store next opens.
@@ -701,16 +1045,27 @@ mod tests {
         keyless.remove("SK");
         let mut load = EmbeddedLoad::new(Arc::clone(&store.db), &store.path);
         load.put(vec![item("a", "s", None)]).await.unwrap();
-        assert!(matches!(
+        // The batch is refused by this call or a later one (it is validated on the blocking
+        // pool, beside the next batches); every call after that says the load failed.
+        let mut results = vec![
             load.put(vec![keyless]).await,
-            Err(StoreError::Invalid(_))
-        ));
-        let later = load.put(vec![item("c", "s", None)]).await;
+            load.put(vec![item("c", "s", None)]).await,
+        ];
+        for _ in 0..MAX_PREPARING {
+            results.push(load.put(vec![item("d", "s", None)]).await);
+        }
+        results.push(Box::new(load).finish().await);
+        let refused = results.iter().position(Result::is_err).unwrap();
         assert!(
-            matches!(later, Err(StoreError::Unavailable(_))),
-            "{later:?}"
+            matches!(results[refused], Err(StoreError::Invalid(_))),
+            "{results:?}"
         );
-        assert!(Box::new(load).finish().await.is_err());
+        for later in &results[refused + 1..] {
+            assert!(
+                matches!(later, Err(StoreError::Unavailable(m)) if m.contains("failed earlier")),
+                "{results:?}"
+            );
+        }
 
         // A run that cannot be written (a file where its directory goes) fails the task that
         // writes it, and the load with it.
@@ -718,18 +1073,22 @@ mod tests {
         let blocked = load.runs.as_ref().unwrap().dir.0.clone();
         std::fs::write(&blocked, b"in the way").unwrap();
         load.runs.as_mut().unwrap().run_bytes = 1;
-        load.put(vec![item("a", "s", None)]).await.unwrap();
-        let failed = load.put(vec![item("b", "s", None)]).await;
+        let mut results = Vec::new();
+        for pk in ["a", "b", "c", "d", "e", "f"] {
+            results.push(load.put(vec![item(pk, "s", None)]).await);
+        }
+        results.push(Box::new(load).finish().await);
+        let failed = results.iter().position(Result::is_err).unwrap();
         assert!(
-            matches!(&failed, Err(StoreError::Unavailable(m)) if m.contains("bulk load runs")),
-            "{failed:?}"
+            matches!(&results[failed], Err(StoreError::Unavailable(m)) if m.contains("bulk load runs")),
+            "{results:?}"
         );
-        let later = load.put(vec![item("c", "s", None)]).await;
-        assert!(
-            matches!(&later, Err(StoreError::Unavailable(m)) if m.contains("failed earlier")),
-            "{later:?}"
-        );
-        assert!(Box::new(load).finish().await.is_err());
+        for later in &results[failed + 1..] {
+            assert!(
+                matches!(later, Err(StoreError::Unavailable(m)) if m.contains("failed earlier")),
+                "{results:?}"
+            );
+        }
         let _ = std::fs::remove_file(&blocked);
         let (table, _) = contents(&store);
         assert!(table.is_empty());

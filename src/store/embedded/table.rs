@@ -4,7 +4,7 @@
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableError};
 
-use super::bulk::{records, LoadRuns};
+use super::bulk::{prepare, LoadRuns};
 use crate::store::row::{self, RowRef};
 use crate::store::{ddbjson, Item, StoreError};
 
@@ -142,11 +142,11 @@ fn legacy_rows<K: redb::Key + 'static>(
         let (_, value) = entry.map_err(unavailable)?;
         batch.push(decode_json(value.value())?);
         if batch.len() == BATCH {
-            runs.add(records(&batch).map_err(|e| corrupt(&e))?)?;
+            runs.add(prepare(&batch).map_err(|e| corrupt(&e))?)?;
             batch.clear();
         }
     }
-    runs.add(records(&batch).map_err(|e| corrupt(&e))?)
+    runs.add(prepare(&batch).map_err(|e| corrupt(&e))?)
 }
 
 /// Creates the table and the index if they are missing, in one write transaction.
