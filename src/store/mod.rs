@@ -537,10 +537,10 @@ pub trait Store: Send + Sync + 'static {
 /// A bulk load in progress (see [`Store::bulk_load`]).
 #[async_trait]
 pub trait BulkLoad: Send {
-    /// Adds items to the load. An error may belong to an earlier batch (the embedded store
-    /// validates batches while its caller makes the next, so a refused batch fails a later
-    /// `put`, or `finish` at the latest); after any error the load is failed, and so is every
-    /// later call.
+    /// Adds items to the load. Callers stop at the first error. With the embedded store an
+    /// error may belong to an earlier batch (it validates batches while its caller makes the
+    /// next, so a refused batch fails a later `put`, or `finish` at the latest), and after
+    /// any error the load is failed, and so is every later call.
     async fn put(&mut self, items: Vec<Item>) -> Result<(), StoreError>;
     /// Writes whatever the load has not written yet, and ends it.
     async fn finish(self: Box<Self>) -> Result<(), StoreError>;

@@ -3,7 +3,7 @@
 //! pool as they come, several at once, and kept as sorted runs, spilled to files beside the
 //! database past [`RUN_BYTES`]; `finish` writes the whole load in one write transaction,
 //! merging the runs into the table and into the index side by side, each in key order, each
-//! page once (the few index entries the load leaves behind are removed at the end).
+//! once.
 //!
 //! Why not a transaction per batch: a batch's index entries (a cell's value, an issue's name)
 //! are spread over the whole index, so every batch rewrote most of the index's pages, and the
@@ -380,8 +380,9 @@ impl<D: FnMut(&Record) -> Dropped> Iterator for Merge<D> {
 pub(super) struct EmbeddedLoad {
     db: Arc<Database>,
     /// Batches being validated and sorted on the blocking pool, oldest first, at most
-    /// [`EmbeddedLoad::width`] of them: the loader makes its next batch meanwhile, and on a
-    /// machine with more than one core they are prepared side by side.
+    /// [`EmbeddedLoad::width`] of them (one more than the cores, at most
+    /// [`MAX_PREPARING`]): the loader makes its next batch meanwhile, and on a machine with
+    /// more than one core they are prepared side by side.
     preparing: VecDeque<tokio::task::JoinHandle<Result<Sorted, StoreError>>>,
     width: usize,
     /// What the load holds, or the task that is adding the last prepared batch to it (which
@@ -459,7 +460,7 @@ pub(super) struct LoadRuns {
 type IndexKey = (Vec<u8>, Vec<u8>, Vec<u8>);
 
 /// A batch ready to join a load: the table's rows and the index's entries, each sorted with
-/// the last of a key kept, the index entries of the rows that dropped replaced, and the
+/// the last of a key kept, the index entries of the rows dropped as replaced, and the
 /// records' bytes.
 pub(super) struct Sorted {
     rows: Vec<Record>,
@@ -704,10 +705,16 @@ impl EmbeddedLoad {
         EmbeddedLoad {
             db,
             preparing: VecDeque::new(),
-            width: cores.clamp(1, MAX_PREPARING),
+            // One batch more than the cores: one is ready to add while the others are made.
+            width: (cores + 1).clamp(2, MAX_PREPARING),
             runs: Some(LoadRuns::beside(file)),
             pending: None,
         }
+    }
+
+    /// Whether a step failed (or was cancelled), which loses the load.
+    fn failed(&self) -> bool {
+        self.runs.is_none() && self.pending.is_none()
     }
 
     /// What the load holds, once the batch being added is in.
@@ -723,6 +730,10 @@ impl EmbeddedLoad {
     /// load missing a batch is not what its caller asked for. Dropping the tasks' handles
     /// detaches them; the runs go when they end.
     async fn add_oldest(&mut self) -> Result<(), StoreError> {
+        if self.failed() {
+            self.preparing.clear();
+            return Err(failed_earlier());
+        }
         let Some(task) = self.preparing.pop_front() else {
             return Ok(());
         };
@@ -773,19 +784,19 @@ fn supersede(superseded: &mut impl Extend<IndexKey>, old: &Record) -> Dropped {
 
 #[async_trait]
 impl BulkLoad for EmbeddedLoad {
-    /// Hands the batch to the blocking pool to be validated and sorted, and returns once no
-    /// more than [`EmbeddedLoad::width`] batches are being prepared: the loader makes its next
-    /// batch meanwhile. A batch that is refused, or a step that fails, fails this call or a
-    /// later one (`finish` at the latest), and the load with it.
+    /// Hands the batch to the blocking pool to be validated and sorted, once fewer than
+    /// [`EmbeddedLoad::width`] batches are being prepared, and returns: the loader makes its
+    /// next batch meanwhile. A batch that is refused, or a step that fails, fails this call
+    /// or a later one (`finish` at the latest), and the load with it.
     async fn put(&mut self, items: Vec<Item>) -> Result<(), StoreError> {
-        if self.runs.is_none() && self.pending.is_none() {
+        while self.preparing.len() >= self.width {
+            self.add_oldest().await?;
+        }
+        if self.failed() {
             return Err(failed_earlier());
         }
         self.preparing
             .push_back(tokio::task::spawn_blocking(move || prepare(&items)));
-        while self.preparing.len() > self.width {
-            self.add_oldest().await?;
-        }
         Ok(())
     }
 
@@ -1006,12 +1017,18 @@ mod tests {
             (got, joined_merge(merging))
         });
         assert!(matches!(failed, Err(StoreError::Invalid(_))), "{failed:?}");
-        assert!(got.len() <= n / 2 && got.iter().enumerate().all(|(i, &r)| i == r));
+        // Every full chunk from before the failure, and nothing after it.
+        assert_eq!(
+            got,
+            (0..n / 2 / MERGE_CHUNK * MERGE_CHUNK).collect::<Vec<_>>()
+        );
 
         let stopped = std::thread::scope(|scope| {
             let (records, merging) = merged_on(scope, move |send| {
+                // Bounded, so a merge that never heard the receiver stop fails the test
+                // rather than hang it.
                 let mut sent = 0;
-                while send(sent) {
+                while sent < 2 * n && send(sent) {
                     sent += 1;
                 }
                 Ok(sent)
@@ -1032,6 +1049,43 @@ mod tests {
             joined_merge(merging)
         });
         assert!(matches!(panicked, Err(StoreError::Unavailable(_))));
+    }
+
+    /// A `put` cancelled while it waits for a batch leaves the load failed, rather than
+    /// carry on without the batch; one that was not cancelled leaves it going.
+    #[tokio::test]
+    async fn a_cancelled_put_fails_the_load() {
+        use futures::FutureExt;
+        let (_dir, store) = store().await;
+        let mut load = EmbeddedLoad::new(Arc::clone(&store.db), &store.path);
+        // Batches large enough that preparing them takes a while.
+        let batch = |k: usize| -> Vec<Item> {
+            (0..5_000)
+                .map(|i| item(&format!("p{k}-{i}"), "s", Some("g")))
+                .collect()
+        };
+        // Made before, so the calls follow one another closer than a batch is prepared.
+        let mut batches: Vec<Vec<Item>> = (0..load.width + 2).map(batch).collect();
+        let (last, waiting) = (batches.pop().unwrap(), batches.pop().unwrap());
+        for batch in batches {
+            load.put(batch).await.unwrap();
+        }
+        // This call must first wait for the oldest batch: polled once, then dropped.
+        let cancelled = load.put(waiting).now_or_never().is_none();
+        let later = load.put(last).await;
+        let finished = Box::new(load).finish().await;
+        if cancelled {
+            assert!(
+                matches!(&later, Err(StoreError::Unavailable(m)) if m.contains("failed earlier")),
+                "{later:?}"
+            );
+            assert!(finished.is_err());
+            let (table, _) = contents(&store);
+            assert!(table.is_empty());
+        } else {
+            later.unwrap();
+            finished.unwrap();
+        }
     }
 
     /// A load whose batch is refused, or whose run cannot be written, fails whole: later
