@@ -594,8 +594,7 @@ pub const VALUE: &str = FieldValueAttr::Value.name();
 /// each item twice (its own map, then the SDK's): these are most of the rows a bulk load
 /// writes. `index_rows_are_their_entities` keeps them equal to the entities' serde forms.
 fn sort_row(key: Key, gsi1sk: String, kind: &str, more: usize) -> Item {
-    let mut item = Item::from(HashMap::<String, AttributeValue>::new());
-    item.reserve(4 + more);
+    let mut item = crate::store::item_of(HashMap::with_capacity(4 + more));
     for (attr, value) in [
         (SortRowAttr::Pk, key.pk),
         (SortRowAttr::Sk, key.sk),
