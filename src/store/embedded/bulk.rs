@@ -1,9 +1,9 @@
 //! Bulk loads into the embedded store ([`Store::bulk_load`](crate::store::Store::bulk_load),
 //! what `seed --synthetic` writes through): batches are validated and sorted on the blocking
 //! pool as they come, several at once, and kept as sorted runs, spilled to files beside the
-//! database past [`RUN_BYTES`] by a thread of their own while the load goes on; `finish` writes the whole load in one write transaction,
-//! merging the runs into the table and into the index side by side, each in key order, each
-//! once.
+//! database past [`RUN_BYTES`] by a thread of their own while the load goes on; `finish`
+//! writes the whole load in one write transaction, merging the runs into the table and into
+//! the index side by side, each in key order, each once.
 //!
 //! Why not a transaction per batch: a batch's index entries (a cell's value, an issue's name)
 //! are spread over the whole index, so every batch rewrote most of the index's pages, and the
@@ -12,8 +12,9 @@
 //! does. The load is one transaction, so it is written whole or not at all.
 //!
 //! Where the time goes (issue 24's profiles), and so what runs beside what: making the items
-//! and preparing batches keep both cores busy until the last batch; then the table's writer,
-//! the index's writer and their two merges share them; then redb's commit runs alone.
+//! and preparing batches keep both cores busy until the last batch (past 512 MiB, beside a
+//! spill's two threads); then the table's writer, the index's writer and their two merges
+//! share them; then redb's commit runs alone.
 
 use std::cell::RefCell;
 use std::cmp::Ordering;
@@ -332,6 +333,9 @@ struct Merge<D> {
     /// leaves being `runs + r` for run `r`.
     tree: Vec<usize>,
     dropped: D,
+    /// Set by a failure (a run that cannot be read, a refused drop): the merge then ends, so
+    /// that it never goes on without the rows it lost.
+    failed: bool,
 }
 
 impl<D: FnMut(&Record) -> Dropped> Merge<D> {
@@ -346,6 +350,7 @@ impl<D: FnMut(&Record) -> Dropped> Merge<D> {
             heads,
             tree: vec![0; runs.max(1)],
             dropped,
+            failed: false,
         };
         // Each node's winner, from the leaves up; the tree keeps the losers.
         let mut winners = vec![0; 2 * runs];
@@ -419,7 +424,12 @@ impl<D: FnMut(&Record) -> Dropped> Merge<D> {
 impl<D: FnMut(&Record) -> Dropped> Iterator for Merge<D> {
     type Item = Result<Record, StoreError>;
     fn next(&mut self) -> Option<Self::Item> {
-        self.next_record().transpose()
+        if self.failed {
+            return None;
+        }
+        let next = self.next_record();
+        self.failed = next.is_err();
+        next.transpose()
     }
 }
 
@@ -470,7 +480,8 @@ impl Drop for SpillDir {
 
 /// Removes the run directories of loads that never finished (a crash, an interrupt) beside
 /// `file`. Only the process that holds redb's lock on the file loads into it, so none of them
-/// is in use when the store opens.
+/// is in use when the store opens, but for the spill thread of a load this process dropped
+/// (which then fails, unread, and removes its directory itself).
 pub(super) fn remove_leftover_runs(file: &Path) {
     let (Some(dir), Some(name)) = (file.parent(), file.file_name()) else {
         return;
@@ -611,7 +622,7 @@ impl LoadRuns {
 
     /// Waits for the spill under way, if any, and takes the index entries of the rows it
     /// dropped as replaced.
-    fn spilled(&mut self) -> Result<(), StoreError> {
+    pub(super) fn spilled(&mut self) -> Result<(), StoreError> {
         if let Some(spill) = self.spilling.take() {
             let superseded = spill
                 .join()
@@ -892,14 +903,17 @@ impl BulkLoad for EmbeddedLoad {
         while !self.preparing.is_empty() {
             self.add_oldest().await?;
         }
-        let runs = self.settled().await?;
+        let mut runs = self.settled().await?;
         let (db, file) = (Arc::clone(&self.db), self.file.clone());
         let write = tokio::task::spawn_blocking(move || {
+            // The last spill ends before the transaction starts, not inside it.
+            runs.spilled()?;
             let txn = db.begin_write().map_err(unavailable)?;
-            let count = LoadCount::begin(&txn)?;
+            let count = LoadCount::begin(&txn, &file)?;
             runs.write_in(&txn)?;
             txn.commit().map_err(unavailable)?;
-            count.committed(&db, &file)
+            count.committed(&db, &file);
+            Ok(())
         });
         joined(write).await?
     }
@@ -1119,6 +1133,51 @@ mod tests {
         }
     }
 
+    /// A merge whose run is cut short says so once, and then ends: it never goes on
+    /// without the rows it lost.
+    #[test]
+    fn a_merge_that_fails_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run");
+        let mut bytes = Vec::new();
+        for key in [b"a", b"c"] {
+            Record::new([key, b"s", b""], b"row")
+                .write(&mut bytes)
+                .unwrap();
+        }
+        bytes.truncate(bytes.len() - 2);
+        std::fs::write(&path, bytes).unwrap();
+        let others = vec![Record::new([b"b", b"s", b""], b"row")];
+        let sources = vec![
+            Source::File(BufReader::new(File::open(&path).unwrap())),
+            Source::Memory(others.into_iter()),
+        ];
+        let merged: Vec<Result<Vec<u8>, StoreError>> = Merge::new(sources, |_: &Record| Ok(()))
+            .unwrap()
+            .map(|record| record.map(|r| r.part(0).to_vec()))
+            .collect();
+        // Taking "a" reads its run's next row, which is cut short: the merge fails there,
+        // and does not go on with "b" as if the run had ended.
+        assert_eq!(merged.len(), 1, "{merged:?}");
+        assert!(merged[0].is_err(), "{merged:?}");
+
+        // A replaced row that cannot be dropped fails the merge too, which then ends, though
+        // its runs hold more.
+        let run = |keys: &[&[u8]]| {
+            let records: Vec<Record> = keys
+                .iter()
+                .map(|key| Record::new([key, b"s", b""], b"row"))
+                .collect();
+            Source::Memory(records.into_iter())
+        };
+        let sources = vec![run(&[b"a", b"b", b"d"]), run(&[b"b", b"c"])];
+        let refused = |_: &Record| Err(unavailable("refused"));
+        let mut merge = Merge::new(sources, refused).unwrap();
+        assert_eq!(merge.next().unwrap().unwrap().part(0), b"a");
+        assert!(merge.next().unwrap().is_err());
+        assert!(merge.next().is_none(), "ended");
+    }
+
     /// A merge hands every record over in order, across many chunks; one that fails mid-way
     /// says so (after only records from before its failure), one whose receiver stops ends,
     /// and one that panics is an error, none of them hanging.
@@ -1225,9 +1284,6 @@ mod tests {
         }
     }
 
-    /// A load whose batch is refused, or whose run cannot be written, fails whole: later
-    /// calls say so rather than carry on without it, and nothing is written; the directory
-    /// of an unfinished load is removed when the store next opens.
     /// The first failure among `results` is `first`'s, and every call after it says the
     /// load failed earlier.
     fn fails_then_failed_earlier(
@@ -1256,6 +1312,10 @@ mod tests {
         results
     }
 
+    /// A load whose batch is refused, or whose run cannot be written (by the load, or by a
+    /// spill's thread), fails whole: later calls say so rather than carry on without it, and
+    /// nothing is written; the directory of an unfinished load is removed when the store
+    /// next opens.
     #[tokio::test]
     async fn a_failed_load_stays_failed_and_leftover_runs_are_removed() {
         let (dir, store) = store().await;
