@@ -481,7 +481,7 @@ impl Drop for SpillDir {
 /// Removes the run directories of loads that never finished (a crash, an interrupt) beside
 /// `file`. Only the process that holds redb's lock on the file loads into it, so none of them
 /// is in use when the store opens, but for the spill thread of a load this process dropped
-/// (which then fails, unread, and removes its directory itself).
+/// (whose result nobody reads, and which removes its directory itself when it ends).
 pub(super) fn remove_leftover_runs(file: &Path) {
     let (Some(dir), Some(name)) = (file.parent(), file.file_name()) else {
         return;
@@ -622,7 +622,7 @@ impl LoadRuns {
 
     /// Waits for the spill under way, if any, and takes the index entries of the rows it
     /// dropped as replaced.
-    pub(super) fn spilled(&mut self) -> Result<(), StoreError> {
+    fn spilled(&mut self) -> Result<(), StoreError> {
         if let Some(spill) = self.spilling.take() {
             let superseded = spill
                 .join()
@@ -1156,8 +1156,7 @@ mod tests {
             .unwrap()
             .map(|record| record.map(|r| r.part(0).to_vec()))
             .collect();
-        // Taking "a" reads its run's next row, which is cut short: the merge fails there,
-        // and does not go on with "b" as if the run had ended.
+        // Taking "a" reads its run's next row, which is cut short: the merge fails there.
         assert_eq!(merged.len(), 1, "{merged:?}");
         assert!(merged[0].is_err(), "{merged:?}");
 
