@@ -258,26 +258,25 @@ fn key_order(batch: &[Record]) -> Vec<(usize, bool)> {
 /// What a callback for a row dropped in favour of a later one gives.
 type Dropped = Result<(), StoreError>;
 
-/// The buffer a run file is written through: a write system call per 8 KiB (`BufWriter`'s
-/// default) was a tenth of a spill.
-const RUN_WRITE_BUFFER: usize = 1 << 20;
+/// The buffer a run file is written and read through: a system call per 8 KiB (the std
+/// buffers' default) was a tenth of a spill.
+const RUN_BUFFER: usize = 1 << 20;
 
 impl Runs {
     /// Takes the batches in memory, to be spilled into one run file at `path` (see
     /// [`Runs::write_run`]), which the runs list from now on.
-    fn spilling(&mut self, path: PathBuf) -> (Runs, PathBuf) {
-        self.files.push(path.clone());
-        let batches = Runs {
+    fn spilling(&mut self, path: &Path) -> Runs {
+        self.files.push(path.to_owned());
+        Runs {
             files: Vec::new(),
             memory: std::mem::take(&mut self.memory),
-        };
-        (batches, path)
+        }
     }
 
     /// Merges these runs into one run file at `path`.
     fn write_run(self, path: &Path, dropped: impl FnMut(&Record) -> Dropped) -> Dropped {
         let io = |e: std::io::Error| unavailable(format!("bulk load run {}: {e}", path.display()));
-        let mut out = BufWriter::with_capacity(RUN_WRITE_BUFFER, File::create(path).map_err(io)?);
+        let mut out = BufWriter::with_capacity(RUN_BUFFER, File::create(path).map_err(io)?);
         for record in self.merge(dropped)? {
             record?.write(&mut out).map_err(io)?;
         }
@@ -294,7 +293,7 @@ impl Runs {
         for path in &self.files {
             let file = File::open(path)
                 .map_err(|e| unavailable(format!("bulk load run {}: {e}", path.display())))?;
-            sources.push(Source::File(BufReader::with_capacity(1 << 20, file)));
+            sources.push(Source::File(BufReader::with_capacity(RUN_BUFFER, file)));
         }
         sources.extend(
             self.memory
@@ -593,8 +592,14 @@ impl LoadRuns {
             std::fs::create_dir_all(dir)
                 .map_err(|e| unavailable(format!("bulk load runs in {}: {e}", dir.display())))?;
             let n = self.items.files.len();
-            let (items, items_path) = self.items.spilling(dir.join(format!("items-{n}")));
-            let (index, index_path) = self.index.spilling(dir.join(format!("index-{n}")));
+            let (items_path, index_path) = (
+                dir.join(format!("items-{n}")),
+                dir.join(format!("index-{n}")),
+            );
+            let (items, index) = (
+                self.items.spilling(&items_path),
+                self.index.spilling(&index_path),
+            );
             // The thread keeps the directory until it is done, should the load be dropped.
             let dir = Arc::clone(&self.dir);
             let spill = move || {
