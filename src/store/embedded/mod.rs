@@ -25,6 +25,7 @@
 //! compares attribute values as conditions do, `table` owns the redb tables themselves, and
 //! `compact` shrinks the file and measures what it holds, and `bulk` writes bulk loads.
 
+mod behind;
 mod bulk;
 pub mod compact;
 mod equality;
@@ -38,6 +39,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use redb::backends::FileBackend;
 use redb::{Database, ReadableDatabase};
 
 use self::query::{batch_get_sync, query_sync, scan_sync, Form, QueryPlan};
@@ -120,10 +122,22 @@ impl EmbeddedStore {
             StoreError::Unavailable(format!("cannot create {}: {e}", dir.display()))
         })?;
         let path = dir.join(format!("{table}.redb"));
+        let cannot = |e: &dyn std::fmt::Display| {
+            StoreError::Unavailable(format!("cannot open {}: {e}", path.display()))
+        };
+        // As `Builder::create` opens it, under a backend that writes behind (see `behind`).
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| cannot(&e))?;
+        let backend = FileBackend::new(file).map_err(|e| cannot(&e))?;
         let db = Database::builder()
             .set_cache_size(cache_bytes(cache_mb))
-            .create(&path)
-            .map_err(|e| StoreError::Unavailable(format!("cannot open {}: {e}", path.display())))?;
+            .create_with_backend(behind::Behind::new(backend).map_err(|e| cannot(&e))?)
+            .map_err(|e| cannot(&e))?;
         bulk::remove_leftover_runs(&path);
         if upgrade(&db, &path)? {
             tracing::info!(path = %path.display(), "upgraded the file to the current tables");
