@@ -7,16 +7,24 @@
 //! gigabytes. A bulk load writes its table and its index from two threads, which took turns
 //! at that lock: the write phase of a load of 1,000,000 issues used 1.4 of the 2 cores, a
 //! twentieth of its time in `futex` calls. Here a write copies the page into memory and
-//! queues it; the writes reach the file in the order they were made, and every read, length
-//! change and sync sees them first (see [`Behind`]'s methods).
+//! queues it; the writes reach the file in the order they were made; a read overlays the
+//! queued writes it overlaps, and a length change, a sync or the release of a lock waits
+//! until the writes made before it are in the file. The length is the file's: redb sets a
+//! larger one before it writes past the end.
 //!
-//! What it holds: at most [`QUEUE_BYTES`] of pages waiting; a write past that waits for the
-//! thread. After a write fails, every later call fails, as redb's own backend would make
-//! them, so no commit can succeed over a lost page.
+//! What it holds: [`QUEUE_BYTES`] of pages waiting, and the one write that reaches past it;
+//! a write then waits for the thread. After a write fails, every later call but the release
+//! of a lock fails (stricter than redb's own backend, whose best-effort write-backs may fail
+//! alone), so no commit can succeed over a lost page; the failure surfaces on the next call,
+//! not on the write that queued the page.
+//!
+//! The store opens redb with one writing process (its default), so the file's locks need no
+//! more than the wait at their release.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io;
 use std::ops::Bound;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
@@ -31,6 +39,9 @@ pub(super) const QUEUE_BYTES: usize = 32 * 1024 * 1024;
 #[derive(Debug)]
 struct Shared {
     file: Box<dyn StorageBackend>,
+    /// The writes queued, for reads that find none without taking the lock (kept with the
+    /// queue, under the lock).
+    queued: AtomicUsize,
     state: Mutex<State>,
     /// Signalled when a write is queued to an empty queue, or the backend closes.
     work: Condvar,
@@ -86,6 +97,7 @@ impl Behind {
     pub(super) fn new(file: impl StorageBackend) -> io::Result<Behind> {
         let shared = Arc::new(Shared {
             file: Box::new(file),
+            queued: AtomicUsize::new(0),
             state: Mutex::new(State::default()),
             work: Condvar::new(),
             progress: Condvar::new(),
@@ -106,10 +118,12 @@ impl Behind {
         self.shared.lock()
     }
 
-    /// Waits until every queued write is in the file (or one failed).
+    /// Waits until every write made before this call is in the file (or one failed). Not
+    /// until the queue is empty: writes another thread makes meanwhile need not hold it up.
     fn drained(&self) -> io::Result<MutexGuard<'_, State>> {
         let mut state = self.state();
-        while !state.queue.is_empty() && state.failed.is_none() {
+        let made = state.next;
+        while state.queue.front().is_some_and(|w| w.seq < made) && state.failed.is_none() {
             state = wait(&self.shared.progress, state);
         }
         state.check()?;
@@ -138,13 +152,14 @@ impl Shared {
 
     /// The thread: writes the queue's writes in order until the backend closes.
     fn write_queued(&self) {
-        /// Should the thread end with writes queued (a panic), every call from then on
-        /// fails, instead of waiting for writes no one will make.
+        /// Should the thread end before the backend closes (a panic), or with writes
+        /// queued, every call from then on fails, instead of waiting for writes no one will
+        /// make.
         struct Ended<'a>(&'a Shared);
         impl Drop for Ended<'_> {
             fn drop(&mut self) {
                 let mut state = self.0.lock();
-                if !state.queue.is_empty() && state.failed.is_none() {
+                if (!state.closing || !state.queue.is_empty()) && state.failed.is_none() {
                     state.failed = Some((io::ErrorKind::Other, "the write thread ended".into()));
                 }
                 self.0.progress.notify_all();
@@ -182,6 +197,7 @@ impl Shared {
                         state.by_offset.remove(&(w.offset, w.seq));
                         state.bytes -= w.len;
                     }
+                    self.queued.store(state.queue.len(), Ordering::Release);
                     if state.queue.is_empty() {
                         state.longest = 0;
                     }
@@ -205,6 +221,12 @@ impl StorageBackend for Behind {
 
     fn read(&self, offset: u64, out: &mut [u8]) -> io::Result<()> {
         let end = offset + out.len() as u64;
+        // No write queued: redb reads no page while it writes it, so none of the range can
+        // be queued while this reads it.
+        if self.shared.queued.load(Ordering::Acquire) == 0 {
+            // A failed write stays queued, so a failure never takes this way.
+            return self.shared.file.read(offset, out);
+        }
         // The queued writes that overlap the read, taken before the file is read: one that is
         // no longer queued was in the file before the read began.
         let overlapping: Vec<(u64, u64, Arc<[u8]>)> = {
@@ -253,6 +275,9 @@ impl StorageBackend for Behind {
             state = wait(&self.shared.progress, state);
         }
         state.check()?;
+        if state.closing {
+            return Err(io::Error::other("a write after the file was closed"));
+        }
         let seq = state.next;
         state.next += 1;
         let was_empty = state.queue.is_empty();
@@ -264,6 +289,9 @@ impl StorageBackend for Behind {
         state.bytes += data.len();
         state.longest = state.longest.max(data.len() as u64);
         state.by_offset.insert((offset, seq), data);
+        self.shared
+            .queued
+            .store(state.queue.len(), Ordering::Release);
         if was_empty {
             self.shared.work.notify_one();
         }
@@ -273,8 +301,9 @@ impl StorageBackend for Behind {
     fn close(&self) -> io::Result<()> {
         let drained = self.drained().map(drop);
         self.stop();
-        drained?;
-        self.shared.file.close()
+        // The file's locks are released whatever happened to the writes.
+        let closed = self.shared.file.close();
+        drained.and(closed)
     }
 
     fn try_lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<bool, BackendError> {
@@ -298,6 +327,9 @@ impl StorageBackend for Behind {
     }
 
     fn unlock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<(), BackendError> {
+        // What was written under the lock is in the file before another process may take
+        // it; the lock is released even after a failed write.
+        let _written = self.drained();
         self.shared.file.unlock_range(start, end)
     }
 
@@ -317,8 +349,7 @@ impl Behind {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
         if let Some(thread) = thread {
-            // A panic on the thread left its writes queued and unwritten; the state says so
-            // only if it failed first, so a panic is reported here.
+            // The thread's end already failed the backend (`Ended`); this says why.
             if thread.join().is_err() {
                 tracing::error!("the embedded store's write thread panicked");
             }
@@ -334,12 +365,14 @@ impl Drop for Behind {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::AtomicBool;
+    use std::thread::JoinHandle;
 
     use proptest::prelude::*;
 
     use super::*;
 
+    /// A page of the proptest's file: it is a few pages long, its writes up to 3.
     const PAGE: usize = 64;
 
     /// A file in memory whose writes can be held back (so that writes stay queued for as
@@ -407,18 +440,18 @@ mod tests {
 
     #[derive(Debug, Clone)]
     enum Op {
-        /// Pages from `page` (within the file), each filled with `fill`.
+        /// `len` bytes from byte `at` (within the file), each `fill`.
         Write {
-            page: usize,
-            pages: usize,
+            at: usize,
+            len: usize,
             fill: u8,
         },
         Read {
-            page: usize,
-            pages: usize,
+            at: usize,
+            len: usize,
         },
         SetLen {
-            pages: usize,
+            len: usize,
         },
         Sync,
         /// Holds the file's writes back, or lets them go.
@@ -427,10 +460,12 @@ mod tests {
 
     fn op() -> impl Strategy<Value = Op> {
         prop_oneof![
-            6 => (0..16usize, 1..4usize, any::<u8>())
-                .prop_map(|(page, pages, fill)| Op::Write { page, pages, fill }),
-            4 => (0..16usize, 1..4usize).prop_map(|(page, pages)| Op::Read { page, pages }),
-            1 => (1..20usize).prop_map(|pages| Op::SetLen { pages }),
+            // Byte-granular, as redb's header reads and writes are, so that an overlap found
+            // or copied one byte off shows.
+            6 => (0..16 * PAGE, 1..3 * PAGE, any::<u8>())
+                .prop_map(|(at, len, fill)| Op::Write { at, len, fill }),
+            4 => (0..16 * PAGE, 1..3 * PAGE).prop_map(|(at, len)| Op::Read { at, len }),
+            1 => (1..20 * PAGE).prop_map(|len| Op::SetLen { len }),
             1 => Just(Op::Sync),
             2 => any::<bool>().prop_map(Op::Hold),
         ]
@@ -449,16 +484,16 @@ mod tests {
             behind.set_len(model.len() as u64).unwrap();
             for op in ops {
                 match op {
-                    Op::Write { page, pages, fill } => {
+                    Op::Write { at, len, fill } => {
                         // redb writes only within the file, as a plain file would take them.
-                        let (from, to) = (page * PAGE, (page + pages) * PAGE);
+                        let (from, to) = (at, at + len);
                         if to <= model.len() {
                             model[from..to].fill(fill);
                             behind.write(from as u64, &vec![fill; to - from]).unwrap();
                         }
                     }
-                    Op::Read { page, pages } => {
-                        let (from, to) = (page * PAGE, (page + pages) * PAGE);
+                    Op::Read { at, len } => {
+                        let (from, to) = (at, at + len);
                         let mut out = vec![0xAA; to - from];
                         let read = behind.read(from as u64, &mut out);
                         match model.get(from..to) {
@@ -469,9 +504,9 @@ mod tests {
                             None => prop_assert!(read.is_err()),
                         }
                     }
-                    Op::SetLen { pages } => {
+                    Op::SetLen { len } => {
                         memory.hold(false);
-                        model.resize(pages * PAGE, 0);
+                        model.resize(len, 0);
                         behind.set_len(model.len() as u64).unwrap();
                     }
                     Op::Sync => {
@@ -489,39 +524,44 @@ mod tests {
         }
     }
 
-    /// A writer that gets ahead of the file by more than the queue holds waits for it, and
-    /// nothing it wrote is lost.
-    #[test]
-    fn a_full_queue_waits_for_the_file() {
+    /// Pages of the queue-filling tests: more of them than the queue holds.
+    const BIG_PAGE: usize = 64 * 1024;
+    const BIG_PAGES: usize = QUEUE_BYTES / BIG_PAGE + 8;
+
+    /// A backend over a held-back file, and a thread writing page `i` filled with `i` for
+    /// every `i` in `0..BIG_PAGES`, once the queue is full (the thread waits for room).
+    fn queue_filled() -> (Arc<Memory>, Arc<Behind>, JoinHandle<io::Result<()>>) {
         let memory = Arc::new(Memory::default());
         let behind = Arc::new(Behind::new(Shared(Arc::clone(&memory))).unwrap());
-        let page = 64 * 1024;
-        let pages = QUEUE_BYTES / page + 8;
-        behind.set_len((pages * page) as u64).unwrap();
+        behind.set_len((BIG_PAGES * BIG_PAGE) as u64).unwrap();
         memory.hold(true);
         let writer = {
             let behind = Arc::clone(&behind);
             std::thread::spawn(move || {
-                for i in 0..pages {
-                    behind
-                        .write((i * page) as u64, &vec![i as u8; page])
-                        .unwrap();
-                }
+                (0..BIG_PAGES)
+                    .try_for_each(|i| behind.write((i * BIG_PAGE) as u64, &vec![i as u8; BIG_PAGE]))
             })
         };
-        // The writer fills the queue, then waits: the queue never holds more than its bound
-        // and a page past it.
         while behind.state().bytes < QUEUE_BYTES {
             std::thread::yield_now();
         }
+        (memory, behind, writer)
+    }
+
+    /// A writer that gets ahead of the file by more than the queue holds waits for it, and
+    /// nothing it wrote is lost.
+    #[test]
+    fn a_full_queue_waits_for_the_file() {
+        let (memory, behind, writer) = queue_filled();
+        // The queue never holds more than its bound and a page past it.
         assert!(!writer.is_finished());
-        assert!(behind.state().bytes <= QUEUE_BYTES + page);
+        assert!(behind.state().bytes <= QUEUE_BYTES + BIG_PAGE);
         memory.hold(false);
-        writer.join().unwrap();
+        writer.join().unwrap().unwrap();
         behind.sync_data().unwrap();
         let bytes = memory.bytes.lock().unwrap();
-        for i in 0..pages {
-            assert!(bytes[i * page..(i + 1) * page]
+        for i in 0..BIG_PAGES {
+            assert!(bytes[i * BIG_PAGE..(i + 1) * BIG_PAGE]
                 .iter()
                 .all(|&b| b == i as u8));
         }
@@ -542,5 +582,17 @@ mod tests {
         assert!(behind.read(0, &mut [0; PAGE]).is_err());
         assert!(behind.set_len(8 * PAGE as u64).is_err());
         assert!(behind.close().is_err());
+    }
+
+    /// A write that fails while a writer waits for room wakes it with the failure, instead of
+    /// leaving it to wait for room that never comes.
+    #[test]
+    fn a_failed_write_wakes_a_writer_waiting_for_room() {
+        let (memory, behind, writer) = queue_filled();
+        memory.fail_writes.store(true, Ordering::SeqCst);
+        memory.hold(false);
+        let error = writer.join().unwrap().unwrap_err();
+        assert!(error.to_string().contains("the disk is full"), "{error}");
+        assert!(behind.sync_data().is_err());
     }
 }
