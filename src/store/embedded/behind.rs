@@ -1,5 +1,6 @@
 //! The file under the embedded store: a redb storage backend that writes behind, handing
-//! each page redb writes to a thread of its own, so that no writer waits for the kernel.
+//! each page redb writes to a thread of its own, so that redb's writers do not wait for the
+//! kernel's page cache while they hold its locks (only a sync waits for the disk).
 //!
 //! Why: redb writes the pages it evicts from its write buffer while it holds its
 //! allocator's lock (`allocate_helper` → `PagedCachedFile::write`), and a `pwrite` of a page
@@ -64,9 +65,12 @@ struct State {
     next: u64,
     /// Why a write failed: every call from then on fails.
     failed: Option<(io::ErrorKind, String)>,
+    /// Set once the backend closes: the thread ends when the queue is written, and a
+    /// write from then on fails.
     closing: bool,
 }
 
+/// A queued write: its bytes are in `State::by_offset` under `(offset, seq)`.
 #[derive(Debug, Clone, Copy)]
 struct Write {
     offset: u64,
@@ -221,10 +225,11 @@ impl StorageBackend for Behind {
 
     fn read(&self, offset: u64, out: &mut [u8]) -> io::Result<()> {
         let end = offset + out.len() as u64;
-        // No write queued: redb reads no page while it writes it, so none of the range can
-        // be queued while this reads it.
+        // No write queued: then every write redb made before this read is in the file. redb
+        // orders a page's write before any read of it (under the write buffer's stripe
+        // lock), and the count falls to 0 only after the write it counted reached the file.
+        // A failed write stays queued, so a read after one takes the lock and fails.
         if self.shared.queued.load(Ordering::Acquire) == 0 {
-            // A failed write stays queued, so a failure never takes this way.
             return self.shared.file.read(offset, out);
         }
         // The queued writes that overlap the read, taken before the file is read: one that is
@@ -257,8 +262,17 @@ impl StorageBackend for Behind {
     }
 
     fn set_len(&self, len: u64) -> io::Result<()> {
-        let _drained = self.drained()?;
-        self.shared.file.set_len(len)
+        // A shorter file must not lose a queued write to the cut, nor have one extend it
+        // again, so the writes made before go first. A longer one leaves every queued write
+        // where it was: redb grows the file under its allocator's lock, and waiting for the
+        // queue there made both writers wait for it.
+        if len < self.shared.file.len()? {
+            let _drained = self.drained()?;
+            self.shared.file.set_len(len)
+        } else {
+            self.state().check()?;
+            self.shared.file.set_len(len)
+        }
     }
 
     fn sync_data(&self) -> io::Result<()> {
@@ -307,6 +321,7 @@ impl StorageBackend for Behind {
     }
 
     fn try_lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<bool, BackendError> {
+        self.state().check()?;
         self.shared.file.try_lock_range(start, end)
     }
 
@@ -315,14 +330,17 @@ impl StorageBackend for Behind {
         start: Bound<u64>,
         end: Bound<u64>,
     ) -> Result<bool, BackendError> {
+        self.state().check()?;
         self.shared.file.try_lock_shared_range(start, end)
     }
 
     fn lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<(), BackendError> {
+        self.state().check()?;
         self.shared.file.lock_range(start, end)
     }
 
     fn lock_shared_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<(), BackendError> {
+        self.state().check()?;
         self.shared.file.lock_shared_range(start, end)
     }
 
@@ -334,6 +352,7 @@ impl StorageBackend for Behind {
     }
 
     fn query_lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<bool, BackendError> {
+        self.state().check()?;
         self.shared.file.query_lock_range(start, end)
     }
 }

@@ -125,7 +125,8 @@ impl EmbeddedStore {
         let cannot = |e: &dyn std::fmt::Display| {
             StoreError::Unavailable(format!("cannot open {}: {e}", path.display()))
         };
-        // As `Builder::create` opens it, under a backend that writes behind (see `behind`).
+        // The file is opened as `Builder::create` opens it, but under a backend that writes
+        // behind (see `behind`), so that redb never waits for the kernel under its locks.
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
