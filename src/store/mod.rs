@@ -520,9 +520,9 @@ pub trait Store: Send + Sync + 'static {
     /// Starts a bulk load (seeding, offline): items handed to the loader are written without
     /// conditions, a later item of a key replacing an earlier one, and all are written once
     /// [`BulkLoad::finish`] returns. The default writes each batch as it comes with
-    /// [`Store::bulk_put`]; the embedded store writes the whole load at `finish`, in one
-    /// transaction, so a load dropped without `finish` leaves nothing there (and everything
-    /// put so far with the default).
+    /// [`Store::bulk_put`]; the embedded store writes the whole load at `finish`, on disk
+    /// whole or not at all, so a load dropped without `finish` leaves nothing there (and
+    /// everything put so far with the default).
     async fn bulk_load(self: Arc<Self>) -> Result<Box<dyn BulkLoad>, StoreError> {
         Ok(Box::new(EachBatch(self)))
     }

@@ -92,6 +92,8 @@ pub struct EmbeddedStore {
     /// `ResourceNotFoundException`; this flag lets every call fail the same way until
     /// [`Store::ensure_table`] has run, instead of redb silently creating tables on first write.
     ready: Arc<AtomicBool>,
+    /// The bytes of redb's cache, which a bulk load's transactions are sized by.
+    cache: usize,
 }
 
 impl std::fmt::Debug for EmbeddedStore {
@@ -148,6 +150,7 @@ impl EmbeddedStore {
             db: Arc::new(db),
             path,
             ready: Arc::new(AtomicBool::new(ready)),
+            cache: cache_bytes(cache_mb),
         })
     }
 
@@ -355,13 +358,15 @@ impl Store for EmbeddedStore {
         self.put_many(items).await
     }
 
-    /// The whole load in one write transaction, each table written once in key order (see
-    /// `bulk`), instead of a transaction per batch.
+    /// The whole load at its end, each table written once in key order, in transactions
+    /// sized by the cache and on disk whole or not at all (see `bulk`), instead of a
+    /// transaction per batch.
     async fn bulk_load(self: Arc<Self>) -> Result<Box<dyn BulkLoad>, StoreError> {
         self.check_ready()?;
         Ok(Box::new(bulk::EmbeddedLoad::new(
             Arc::clone(&self.db),
             &self.path,
+            self.cache,
         )))
     }
 

@@ -117,7 +117,7 @@ pub(super) fn upgrade(db: &Database, file: &std::path::Path) -> Result<bool, Sto
     } else {
         legacy_rows(&txn, legacy::ITEMS, &mut runs)?;
     }
-    runs.write_in(&txn)?;
+    let txn = runs.write_in(txn, None)?;
     txn.delete_table(legacy::ITEMS_V2).map_err(unavailable)?;
     txn.delete_table(legacy::ITEMS).map_err(unavailable)?;
     txn.delete_table(legacy::GSI1_V2).map_err(unavailable)?;
