@@ -522,7 +522,8 @@ pub trait Store: Send + Sync + 'static {
     /// [`BulkLoad::finish`] returns. The default writes each batch as it comes with
     /// [`Store::bulk_put`]; the embedded store writes the whole load at `finish`, on disk
     /// whole or not at all, so a load dropped without `finish` leaves nothing there (and
-    /// everything put so far with the default).
+    /// everything put so far with the default). Nothing else may write the store while an
+    /// embedded load finishes (see `embedded::bulk::Commits`).
     async fn bulk_load(self: Arc<Self>) -> Result<Box<dyn BulkLoad>, StoreError> {
         Ok(Box::new(EachBatch(self)))
     }

@@ -16,7 +16,8 @@
 //! Where the time goes (issue 24's profiles), and so what runs beside what: making the items
 //! and preparing batches keep both cores busy until the last batch (past 512 MiB, beside a
 //! spill's two threads); then the table's writer, the index's writer and their two merges
-//! share them; then redb's commit runs alone.
+//! share them, stopping for a commit every few megabytes; then the last commit, with its
+//! sync, runs alone.
 
 use std::cell::RefCell;
 use std::cmp::Ordering;
@@ -738,22 +739,25 @@ impl LoadRuns {
                     break Err(e);
                 }
                 if rows.peek().is_none() && entries.peek().is_none() {
-                    break Ok(());
+                    break Ok(txn);
                 }
                 if let Some(commits) = &commits {
-                    match commits.next(txn) {
-                        Ok(next) => txn = next,
-                        Err(e) => return Err(e),
-                    }
+                    txn = match commits.next(txn) {
+                        Ok(next) => next,
+                        Err(e) => break Err(e),
+                    };
                 }
             };
             // The merges end once their receivers go (a writer that failed leaves records
-            // unread), and a merge's failure comes first: it ends the records early, which
-            // the writers cannot tell from their end.
+            // unread), and both are joined before either result is looked at; a merge's
+            // failure comes first: it ends the records early, which the writers cannot tell
+            // from their end.
             drop((rows, entries));
-            let superseded = joined_merge(table_merge)?;
-            joined_merge(index_merge)?;
-            written.map(|()| (txn, superseded, stale))
+            let (table_merged, index_merged) =
+                (joined_merge(table_merge), joined_merge(index_merge));
+            let superseded = table_merged?;
+            index_merged?;
+            written.map(|txn| (txn, superseded, stale))
         })?;
         // In key order, so the removals walk the index once.
         let left: std::collections::BTreeSet<IndexKey> =
@@ -782,9 +786,11 @@ impl LoadRuns {
 /// are still in it.
 ///
 /// What it keeps of one transaction: a commit without a sync is not on disk until a later
-/// commit with one, so a crash loses all of the load; a failure restores the savepoint taken
-/// before it (see [`EmbeddedLoad::finish`]). Readers in this process may see a load part
-/// written while it runs.
+/// commit with one (or the database's close), so a crash loses all of the load; a failure or
+/// a panic restores the savepoint taken before it (see [`EmbeddedLoad::finish`]). Readers in
+/// this process may see a load part written while it runs, and nothing else may write the
+/// store meanwhile: another writer's commit could slip between two of the load's and sync
+/// them, and a failed load's restore would undo it (`seed`, the only caller, runs offline).
 pub(super) struct Commits<'db> {
     pub(super) db: &'db Database,
     pub(super) bytes: usize,
@@ -912,7 +918,7 @@ fn merged_on<'scope, T: Send + 'scope, R: Send + 'scope>(
         });
         // A failed merge's rows may be written in part (the chunks sent so far): what keeps
         // them out of the file is that the writers' callers check the merge's result before
-        // theirs, and fail the transaction, which is then never committed.
+        // theirs, and fail the load, whose transactions are then undone (see `Commits`).
         if result.is_ok() && !chunk.is_empty() {
             let _ = send.send(chunk);
         }
@@ -1002,15 +1008,19 @@ impl EmbeddedLoad {
 }
 
 /// Returns the database to `savepoint`, after a load failed part written (see [`Commits`]).
-/// Should that fail too, the load's commits stay in this process's database, and the next
-/// commit with a sync would keep them: the error says so, loudly, since nothing else can.
-fn restore(db: &Database, savepoint: &redb::Savepoint) {
+///
+/// Should that fail too, the load's commits stay in this process's database, and closing it
+/// would put them on disk (redb syncs what it holds at close). So it is never closed: the
+/// handle is leaked, and the next open of the file finds the last commit that was synced,
+/// the one before the load. The error says that this process must not write the store again.
+fn restore(db: &Arc<Database>, savepoint: &redb::Savepoint) {
     let restored = db.begin_write().map_err(unavailable).and_then(|mut txn| {
         txn.restore_savepoint(savepoint).map_err(unavailable)?;
         txn.commit().map_err(unavailable)
     });
     if let Err(e) = restored {
-        tracing::error!(error = %e, "a failed bulk load could not be undone: restart before writing, so that what it wrote is not kept");
+        std::mem::forget(Arc::clone(db));
+        tracing::error!(error = %e, "a failed bulk load could not be undone in this process: stop it without writing to the store again; the file, opened again, holds what it held before the load");
     }
 }
 
@@ -1057,23 +1067,36 @@ impl BulkLoad for EmbeddedLoad {
         let mut runs = self.settled().await?;
         let (db, file, bytes) = (Arc::clone(&self.db), self.file.clone(), self.commit_bytes);
         let write = tokio::task::spawn_blocking(move || {
-            // The last spill ends before the transaction starts, not inside it.
+            // The last spill ends before the first transaction starts, not inside it.
             runs.spilled()?;
             let txn = db.begin_write().map_err(unavailable)?;
             // What a failure returns to: the commits before it are in this process's
-            // database, and a later commit with a sync would put them on disk.
+            // database, and a later commit with a sync, or closing the database, would put
+            // them on disk.
             let before = txn.ephemeral_savepoint().map_err(unavailable)?;
             let count = LoadCount::begin(&txn, &file)?;
             let commits = Commits { db: &db, bytes };
-            let written = runs.write_in(txn, Some(commits)).and_then(|mut txn| {
-                txn.set_durability(Durability::Immediate)
-                    .map_err(unavailable)?;
-                txn.commit().map_err(unavailable)
-            });
-            if let Err(e) = written {
-                restore(&db, &before);
-                return Err(e);
+            // A panic is undone too: the commits would otherwise outlive it.
+            let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                runs.write_in(txn, Some(commits)).and_then(|mut txn| {
+                    txn.set_durability(Durability::Immediate)
+                        .map_err(unavailable)?;
+                    txn.commit().map_err(unavailable)
+                })
+            }));
+            match written {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    restore(&db, &before);
+                    return Err(e);
+                }
+                Err(panic) => {
+                    restore(&db, &before);
+                    std::panic::resume_unwind(panic);
+                }
             }
+            // A live savepoint keeps redb tracking pages, and the pages the load freed.
+            drop(before);
             count.committed(&db, &file);
             Ok(())
         });

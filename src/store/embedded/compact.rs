@@ -216,7 +216,7 @@ pub(super) struct LoadCount {
 const LOAD_SHARE: u64 = 20;
 
 impl LoadCount {
-    /// In the load's transaction, before it writes: removes the last count (the rows a load
+    /// In the load's first transaction, before it writes: removes the last count (the rows a load
     /// replaces free pages that only a walk can count; should the load's own count never be
     /// recorded, the compaction after it walks), and notes the file's size if the table and
     /// the index are empty.
