@@ -698,7 +698,7 @@ impl LoadRuns {
     pub(super) fn write_in(
         mut self,
         txn: WriteTransaction,
-        commits: Option<Commits<'_>>,
+        commits: Option<&Commits<'_>>,
     ) -> Result<WriteTransaction, StoreError> {
         self.spilled()?;
         let LoadRuns {
@@ -708,7 +708,7 @@ impl LoadRuns {
             superseded,
             ..
         } = self;
-        let share = commits.as_ref().map_or(usize::MAX, |c| c.bytes);
+        let share = commits.map_or(usize::MAX, |c| c.bytes);
         // The table and the index are written side by side (redb lets two threads write two
         // tables of one transaction), each fed by a merge on a thread of its own: writing
         // pages took two thirds of a load's last step, merging the rest. So the index's
@@ -741,7 +741,7 @@ impl LoadRuns {
                 if rows.peek().is_none() && entries.peek().is_none() {
                     break Ok(txn);
                 }
-                if let Some(commits) = &commits {
+                if let Some(commits) = commits {
                     txn = match commits.next(txn) {
                         Ok(next) => next,
                         Err(e) => break Err(e),
@@ -794,6 +794,8 @@ impl LoadRuns {
 pub(super) struct Commits<'db> {
     pub(super) db: &'db Database,
     pub(super) bytes: usize,
+    /// Whether a transaction was committed: only then is there anything to undo.
+    pub(super) made: std::cell::Cell<bool>,
 }
 
 impl Commits<'_> {
@@ -801,6 +803,7 @@ impl Commits<'_> {
     fn next(&self, mut txn: WriteTransaction) -> Result<WriteTransaction, StoreError> {
         txn.set_durability(Durability::None).map_err(unavailable)?;
         txn.commit().map_err(unavailable)?;
+        self.made.set(true);
         self.db.begin_write().map_err(unavailable)
     }
 }
@@ -1009,19 +1012,27 @@ impl EmbeddedLoad {
 
 /// Returns the database to `savepoint`, after a load failed part written (see [`Commits`]).
 ///
-/// Should that fail too, the load's commits stay in this process's database, and closing it
-/// would put them on disk (redb syncs what it holds at close). So it is never closed: the
-/// handle is leaked, and the next open of the file finds the last commit that was synced,
-/// the one before the load. The error says that this process must not write the store again.
-fn restore(db: &Arc<Database>, savepoint: &redb::Savepoint) {
-    let restored = db.begin_write().map_err(unavailable).and_then(|mut txn| {
+/// Should that fail too (or panic), the load's commits stay in this process's database, and
+/// closing it would put them on disk (redb syncs what it holds at close). So it is never
+/// closed: the handle is leaked, and the next open of the file finds the last commit that
+/// was synced, the one before the load. The error returned says that this process must not
+/// write the store again (a later commit with a sync would keep the part-written load).
+fn restore(db: &Arc<Database>, savepoint: &redb::Savepoint) -> Result<(), StoreError> {
+    let restored = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut txn = db.begin_write().map_err(unavailable)?;
         txn.restore_savepoint(savepoint).map_err(unavailable)?;
         txn.commit().map_err(unavailable)
-    });
-    if let Err(e) = restored {
+    }))
+    .unwrap_or_else(|_| Err(unavailable("the restore panicked")));
+    restored.map_err(|e| {
         std::mem::forget(Arc::clone(db));
-        tracing::error!(error = %e, "a failed bulk load could not be undone in this process: stop it without writing to the store again; the file, opened again, holds what it held before the load");
-    }
+        tracing::error!(error = %e, "a failed bulk load could not be undone");
+        unavailable(format!(
+            "a bulk load failed part written and could not be undone ({e}): stop this process \
+             without writing to the store again; the file, opened again, holds what it held \
+             before the load"
+        ))
+    })
 }
 
 /// A blocking task's result; a task that panicked or was cancelled is an error.
@@ -1075,23 +1086,37 @@ impl BulkLoad for EmbeddedLoad {
             // them on disk.
             let before = txn.ephemeral_savepoint().map_err(unavailable)?;
             let count = LoadCount::begin(&txn, &file)?;
-            let commits = Commits { db: &db, bytes };
+            let commits = Commits {
+                db: &db,
+                bytes,
+                made: std::cell::Cell::new(false),
+            };
             // A panic is undone too: the commits would otherwise outlive it.
             let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                runs.write_in(txn, Some(commits)).and_then(|mut txn| {
+                runs.write_in(txn, Some(&commits)).and_then(|mut txn| {
                     txn.set_durability(Durability::Immediate)
                         .map_err(unavailable)?;
                     txn.commit().map_err(unavailable)
                 })
             }));
+            // Nothing to undo unless a transaction was committed.
+            let undone = || {
+                if commits.made.get() {
+                    restore(&db, &before)
+                } else {
+                    Ok(())
+                }
+            };
             match written {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => {
-                    restore(&db, &before);
-                    return Err(e);
+                    return Err(match undone() {
+                        Ok(()) => e,
+                        Err(not_undone) => unavailable(format!("{e}; {not_undone}")),
+                    })
                 }
                 Err(panic) => {
-                    restore(&db, &before);
+                    let _ = undone();
                     std::panic::resume_unwind(panic);
                 }
             }
