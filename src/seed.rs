@@ -334,18 +334,26 @@ pub async fn synthetic(
 
         let mut num = 1;
         let mut counts = IssueCounts::default();
+        let fields: Arc<[CustomField]> = fields.into();
         while num <= params.issues {
             let end = (num + ISSUES_PER_CHUNK).min(params.issues + 1);
-            let mut chunk = Vec::new();
+            let mut chunk = Vec::with_capacity((end - num) as usize);
             for n in num..end {
                 let issue = random_issue(&mut rng, &project, &fields, n);
                 counts.add(&issue, 1);
-                chunk.extend(
-                    items::issue_items(&issue, &fields)
-                        .map_err(|e| SeedError::Invalid(e.to_string()))?,
-                );
+                chunk.push(issue);
             }
-            load.put(chunk).await?;
+            // The store makes the chunk's items where it wants them: the embedded store on
+            // its blocking pool, straight into its rows.
+            let fields = Arc::clone(&fields);
+            load.put_written(Box::new(move |out| {
+                for issue in &chunk {
+                    items::write_issue(issue, &fields, out)
+                        .map_err(|e| StoreError::Invalid(e.to_string()))?;
+                }
+                Ok(())
+            }))
+            .await?;
             num = end;
         }
         // The project's counters, once its issues are written (as the writers keep them).

@@ -249,8 +249,9 @@ fn tenancy_is_decided_in_the_data_path() {
 
 #[test]
 fn index_rows_are_derived_and_diffed_by_items_only() {
-    // Writers, reindex, verify and the seeder derive rows with `items::issue_items` and diff
-    // them with `items::diff_rows`; nobody builds index rows by hand.
+    // Writers, reindex, verify and the seeder derive rows with `items::issue_items` (or the
+    // `items::write_issue` under it) and diff them with `items::diff_rows`; nobody builds
+    // index rows by hand.
     for (path, text) in src_files() {
         let code = non_test_code(&text);
         if path.starts_with("src/items/") {
@@ -294,14 +295,14 @@ fn only_the_write_layer_writes() {
 #[test]
 fn only_the_row_module_encodes_rows() {
     // The embedded store's row bytes are made and split only by `store::row` (`store`,
-    // `stored`, `encode`), and only the embedded store asks it to: one encoding, whose
+    // `RowWriter`, `stored`), and only the embedded store asks it to: one encoding, whose
     // round trip the row proptests hold.
     for (path, text) in src_files() {
         let code = non_test_code(&text);
         if path == "src/store/row.rs" {
             continue;
         }
-        for needle in ["row::store(", "row::stored(", "row::encode("] {
+        for needle in ["row::store(", "row::stored(", "RowWriter"] {
             if code.contains(needle) {
                 assert!(
                     path.starts_with("src/store/embedded/"),

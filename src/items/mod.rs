@@ -17,7 +17,7 @@ use crate::model::{
     CellText, CustomField, FieldType, FieldValue, Issue, IssueCounts, IssueState, Project,
     SelectOption, Tenant, ValueError,
 };
-use crate::store::{AttributeValue, Item, Key};
+use crate::store::{AttributeValue, Item, ItemWriter, Key};
 
 mod raw;
 pub use raw::{
@@ -249,8 +249,10 @@ entity! {
 }
 
 entity! {
-    /// An issue's source row. Read by hand (`decode_issue`) and typed (`items::raw`), both
-    /// through [`IssueAttr`]; written through serde, with `Values` set beside it.
+    /// An issue's source row. Read by hand (`decode_issue`) and typed (`items::raw`), and
+    /// written by hand (`write_issue`), all through [`IssueAttr`]; the struct is its serde
+    /// form, which the tests hold the written row to.
+    #[cfg_attr(not(test), allow(dead_code))]
     struct IssueItem, enum IssueAttr {
         pk: String = Pk "PK",
         sk: String = Sk "SK",
@@ -272,7 +274,7 @@ entity! {
 
 entity! {
     /// A custom field value's index row, whose typed `Value` is set beside serde (built by
-    /// `sort_row`; the struct is its serde form).
+    /// `write_issue`; the struct is its serde form).
     #[cfg_attr(not(test), allow(dead_code))]
     struct FieldValueItem, enum FieldValueAttr {
         pk: String = Pk "PK",
@@ -287,7 +289,7 @@ entity! {
 }
 
 entity! {
-    /// An issue's name or state index row (built by `sort_row`; the struct is its serde form).
+    /// An issue's name or state index row (built by `write_issue`; the struct is its serde form).
     #[cfg_attr(not(test), allow(dead_code))]
     struct SortRowItem, enum SortRowAttr {
         pk: String = Pk "PK",
@@ -589,24 +591,9 @@ pub const VALUES: &str = IssueAttr::Values.name();
 /// Attribute holding a field value row's value.
 pub const VALUE: &str = FieldValueAttr::Value.name();
 
-/// An issue's name, state or field value index row (`SortRowItem`, `FieldValueItem`), with
-/// room for `more` attributes. Built directly rather than through serde_dynamo, which builds
-/// each item twice (its own map, then the SDK's): these are most of the rows a bulk load
-/// writes. `index_rows_are_their_entities` keeps them equal to the entities' serde forms.
-fn sort_row(key: Key, gsi1sk: String, kind: &str, more: usize) -> Item {
-    let mut item = crate::store::item_of(HashMap::with_capacity(4 + more));
-    for (attr, value) in [
-        (SortRowAttr::Pk, key.pk),
-        (SortRowAttr::Sk, key.sk),
-        (SortRowAttr::Gsi1sk, gsi1sk),
-        (SortRowAttr::Type, kind.to_owned()),
-    ] {
-        item.insert(attr.name().to_owned(), AttributeValue::S(value));
-    }
-    item
-}
-
-/// An issue's source item without its `Values` (added by [`issue_items`] once typed).
+/// An issue's source item without its `Values` (as [`write_issue`] writes it, with them):
+/// its serde form, which `the_source_item_is_its_entity` holds the written one to.
+#[cfg(test)]
 fn issue_item(issue: &Issue) -> Item {
     let key = keys::issue(&issue.id, &issue.project);
     to_item(&IssueItem {
@@ -653,40 +640,87 @@ fn typed_values<'a>(
 /// rows from the source item with this same function. `fields` are the project's custom
 /// fields: they give each value its type, hence its attribute type and sort string.
 pub fn issue_items(issue: &Issue, fields: &[CustomField]) -> Result<Vec<Item>, EncodeError> {
+    let mut items = Vec::with_capacity(3 + issue.values.len());
+    write_issue(issue, fields, &mut items)?;
+    Ok(items)
+}
+
+/// Writes every item of an issue ([`issue_items`]) to `out`, in the same order: the one
+/// declaration of an issue's items, whether they become attribute maps (`issue_items`) or,
+/// in a bulk load of the embedded store, its rows directly (`BulkLoad::put_written`).
+///
+/// Built by hand rather than through serde_dynamo, which builds each item twice (its own
+/// map, then the SDK's), and they are most of the items a bulk load writes: the source item
+/// matches `IssueAttr` exhaustively, so an attribute added to the entity does not compile
+/// until it is written here, and `the_source_item_is_its_entity` and
+/// `index_rows_are_their_entities` hold every item to its entity's serde form.
+pub fn write_issue(
+    issue: &Issue,
+    fields: &[CustomField],
+    out: &mut (impl ItemWriter + ?Sized),
+) -> Result<(), EncodeError> {
     let typed = typed_values(issue, fields)?;
-    let mut items = Vec::with_capacity(3 + typed.len());
-    let mut source = issue_item(issue);
-    let values: HashMap<String, AttributeValue> = typed
-        .iter()
-        .map(|(f, v)| (f.id.to_string(), value_attribute(v)))
-        .collect();
-    source.insert(VALUES.into(), AttributeValue::M(values));
-    items.push(source);
-    let name = keys::name_row(&issue.id, &issue.project);
-    items.push(sort_row(
-        name,
+    let key = keys::issue(&issue.id, &issue.project);
+    let mut values = Some(
+        typed
+            .iter()
+            .map(|(f, v)| (f.id.to_string(), value_attribute(v)))
+            .collect::<HashMap<_, _>>(),
+    );
+    let mut source = IssueAttr::ALL.iter().filter_map(|&attr| {
+        let value = match attr {
+            IssueAttr::Pk | IssueAttr::Sk | IssueAttr::Gsi1sk => return None,
+            IssueAttr::Type => AttributeValue::S(types::ISSUE.into()),
+            IssueAttr::Num => AttributeValue::N(issue.num.to_string()),
+            IssueAttr::Name => AttributeValue::S(issue.name.clone()),
+            IssueAttr::State => AttributeValue::S(issue.state.as_str().into()),
+            IssueAttr::Version => AttributeValue::N(issue.version.to_string()),
+            // Met once: the map moves into the item.
+            IssueAttr::Values => AttributeValue::M(values.take().unwrap_or_default()),
+        };
+        Some((attr.name(), value))
+    });
+    out.put(key, Some(keys::issue_sort(issue.num)), &mut source);
+    let sort_row = |out: &mut _, key, gsi1sk| {
+        let mut row = SortRowAttr::ALL.iter().filter_map(|&attr| {
+            let value = match attr {
+                SortRowAttr::Pk | SortRowAttr::Sk | SortRowAttr::Gsi1sk => return None,
+                SortRowAttr::Type => AttributeValue::S(types::ISSUE_SORT.into()),
+            };
+            Some((attr.name(), value))
+        });
+        ItemWriter::put(out, key, Some(gsi1sk), &mut row);
+    };
+    sort_row(
+        out,
+        keys::name_row(&issue.id, &issue.project),
         keys::name_sort(&issue.name, issue.num),
-        types::ISSUE_SORT,
-        0,
-    ));
-    let state = keys::state_row(&issue.id, &issue.project);
-    items.push(sort_row(
-        state,
+    );
+    sort_row(
+        out,
+        keys::state_row(&issue.id, &issue.project),
         keys::state_sort(issue.state, issue.num),
-        types::ISSUE_SORT,
-        0,
-    ));
+    );
     for (field, value) in &typed {
         // `typed_values` took only values of the field, so every one has a sort string.
         let Some(gsi1sk) = keys::value_sort(field, value, issue.num) else {
             continue;
         };
-        let key = keys::field_value(&issue.id, &field.id);
-        let mut row = sort_row(key, gsi1sk, types::FIELD_VALUE, 1);
-        row.insert(VALUE.into(), value_attribute(value));
-        items.push(row);
+        let mut row = FieldValueAttr::ALL.iter().filter_map(|&attr| {
+            let value = match attr {
+                FieldValueAttr::Pk | FieldValueAttr::Sk | FieldValueAttr::Gsi1sk => return None,
+                FieldValueAttr::Type => AttributeValue::S(types::FIELD_VALUE.into()),
+                FieldValueAttr::Value => value_attribute(value),
+            };
+            Some((attr.name(), value))
+        });
+        out.put(
+            keys::field_value(&issue.id, &field.id),
+            Some(gsi1sk),
+            &mut row,
+        );
     }
-    Ok(items)
+    Ok(())
 }
 
 /// The rows an issue as stored implies, leaving out values that no given field or type
@@ -960,6 +994,31 @@ mod tests {
             Some(&AttributeValue::S("2023-05-01".into()))
         );
         assert_eq!(item_type(&items[1]), Some(types::ISSUE_SORT));
+    }
+
+    /// The source item written by hand is its entity's serde form, with the issue's typed
+    /// cells as `Values` (an empty map when it has none).
+    #[test]
+    fn the_source_item_is_its_entity() {
+        let (issue, fields) = sample_issue();
+        for issue in [
+            issue.clone(),
+            Issue {
+                values: BTreeMap::new(),
+                ..issue
+            },
+        ] {
+            let mut expected = issue_item(&issue);
+            let cells = issue.values.iter().map(|(id, text)| {
+                let field = fields.iter().find(|f| &f.id == id).unwrap();
+                (
+                    id.to_string(),
+                    value_attribute(&field.stored_value(text).unwrap()),
+                )
+            });
+            expected.insert(VALUES.into(), AttributeValue::M(cells.collect()));
+            assert_eq!(issue_items(&issue, &fields).unwrap()[0], expected);
+        }
     }
 
     /// The index rows built by hand are the serde forms of their entities, made from the

@@ -102,8 +102,18 @@ fn units(bytes: usize) -> usize {
 /// The size of an item as DynamoDB counts it.
 pub fn item_size(item: &Item) -> usize {
     item.iter()
-        .map(|(name, value)| name.len() + value_size(value))
+        .map(|(name, value)| attribute_size(name, value))
         .sum()
+}
+
+/// What one attribute adds to its item's size: its name and its value.
+pub fn attribute_size(name: &str, value: &AttributeValue) -> usize {
+    name.len() + value_size(value)
+}
+
+/// What a key attribute (always `S`) adds to its item's size.
+pub fn key_size(name: &str, value: &str) -> usize {
+    name.len() + value.len()
 }
 
 /// The size of one attribute value as DynamoDB counts it: strings and binaries by length,

@@ -64,12 +64,25 @@ mod tag {
 }
 
 /// Appends `n` as an unsigned LEB128 varint.
-fn put_len(out: &mut Vec<u8>, mut n: usize) {
+fn put_len(out: &mut Vec<u8>, n: usize) {
+    let (bytes, len) = len_bytes(n);
+    out.extend_from_slice(&bytes[..len]);
+}
+
+/// The most bytes a varint of a `usize` takes.
+const MAX_LEN_BYTES: usize = 10;
+
+/// `n` as an unsigned LEB128 varint: its bytes, and how many.
+fn len_bytes(mut n: usize) -> ([u8; MAX_LEN_BYTES], usize) {
+    let mut bytes = [0; MAX_LEN_BYTES];
+    let mut len = 0;
     while n >= 0x80 {
-        out.push((n as u8) | 0x80);
+        bytes[len] = (n as u8) | 0x80;
         n >>= 7;
+        len += 1;
     }
-    out.push(n as u8);
+    bytes[len] = n as u8;
+    (bytes, len + 1)
 }
 
 fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
@@ -133,32 +146,24 @@ fn put_attribute(out: &mut Vec<u8>, name: &str, value: &AttributeValue) {
     put_value(out, value);
 }
 
-/// Appends an item's attributes to `out`, all but `PK` and `SK` (which the table's key holds)
-/// and with `GSI1SK` last, and returns where `GSI1SK` starts (`out`'s length when there is
-/// none): the index's key holds `GSI1SK` too, so its copy of the row is the part before.
-pub fn encode(item: &Item, out: &mut Vec<u8>) -> usize {
-    for (name, value) in item.iter() {
-        if name != PK && name != SK && name != GSI1SK {
-            put_attribute(out, name, value);
-        }
-    }
-    let index_end = out.len();
-    if let Some(g) = item.get(GSI1SK) {
-        put_attribute(out, GSI1SK, g);
-    }
-    index_end
-}
-
 /// The first byte of a row as the embedded store keeps it: this byte, the item's size as
-/// DynamoDB counts it (a varint), then its attributes ([`encode`]). Rows of earlier versions
-/// were DynamoDB JSON, which starts with `{` or, with their size, `0x01`.
+/// DynamoDB counts it (a varint), then its attributes, all but `PK` and `SK` (which the
+/// table's key holds), `GSI1SK` last. Rows of earlier versions were DynamoDB JSON, which
+/// starts with `{` or, with their size, `0x01`.
 ///
 /// Why keep the size: every read prices every row it reads, and counting a row's size from
 /// its attributes is a walk over the whole row, as costly as reading it.
+///
+/// Why `GSI1SK` last: the index's key holds it too, so the index keeps the row without it,
+/// the part before it ([`Stored::index_end`]).
 const STORED_ROW: u8 = 0x02;
 
-/// An item as the embedded store keeps it in its table; the index keeps `bytes[..index_end]`
-/// (see [`encode`]).
+/// Room kept before a row's attributes for what comes first: [`STORED_ROW`] and the size,
+/// known only once every attribute is in.
+const HEAD: usize = 1 + MAX_LEN_BYTES;
+
+/// An item as the embedded store keeps it in its table; the index keeps
+/// `bytes[..index_end]`.
 pub struct Stored {
     pub bytes: Vec<u8>,
     pub index_end: usize,
@@ -166,11 +171,72 @@ pub struct Stored {
 
 /// The stored form of an item of `size` bytes (by DynamoDB's count).
 pub fn store(item: &Item, size: usize) -> Stored {
-    let mut bytes = Vec::with_capacity(64 + 16 * item.len());
-    bytes.push(STORED_ROW);
-    put_len(&mut bytes, size);
-    let index_end = encode(item, &mut bytes);
-    Stored { bytes, index_end }
+    let mut row = RowWriter::with_capacity(64 + 16 * item.len());
+    for (name, value) in item.iter() {
+        if name != PK && name != SK && name != GSI1SK {
+            row.attribute(name, value);
+        }
+    }
+    let (start, index_end) = row.end(item.get(GSI1SK), size);
+    let mut bytes = row.buf;
+    bytes.drain(..start);
+    Stored {
+        bytes,
+        index_end: index_end - start,
+    }
+}
+
+/// A stored row made attribute by attribute: [`store`] makes an item's row with it, and a
+/// bulk load the rows of items it never builds as attribute maps. One writer makes row after
+/// row in the same buffer.
+pub struct RowWriter {
+    /// [`HEAD`] bytes kept for the row's start, then its attributes.
+    buf: Vec<u8>,
+}
+
+impl Default for RowWriter {
+    fn default() -> Self {
+        RowWriter::with_capacity(256)
+    }
+}
+
+impl RowWriter {
+    fn with_capacity(attributes: usize) -> Self {
+        let mut buf = Vec::with_capacity(HEAD + attributes);
+        buf.resize(HEAD, 0);
+        RowWriter { buf }
+    }
+
+    /// Starts the next row, forgetting the last.
+    pub fn start(&mut self) {
+        self.buf.truncate(HEAD);
+    }
+
+    /// Adds an attribute other than `PK`, `SK` and `GSI1SK` (see [`RowWriter::finish`]).
+    pub fn attribute(&mut self, name: &str, value: &AttributeValue) {
+        put_attribute(&mut self.buf, name, value);
+    }
+
+    /// Ends the row of an item of `size` bytes (by DynamoDB's count), adding its `GSI1SK`:
+    /// its stored form, and where the index's copy of it ends.
+    pub fn finish(&mut self, gsi1sk: Option<&AttributeValue>, size: usize) -> (&[u8], usize) {
+        let (start, index_end) = self.end(gsi1sk, size);
+        (&self.buf[start..], index_end - start)
+    }
+
+    /// Adds `GSI1SK` and the row's start before its attributes: where the row starts in the
+    /// buffer, and where the index's copy ends.
+    fn end(&mut self, gsi1sk: Option<&AttributeValue>, size: usize) -> (usize, usize) {
+        let index_end = self.buf.len();
+        if let Some(g) = gsi1sk {
+            put_attribute(&mut self.buf, GSI1SK, g);
+        }
+        let (len, n) = len_bytes(size);
+        let start = HEAD - 1 - n;
+        self.buf[start] = STORED_ROW;
+        self.buf[start + 1..HEAD].copy_from_slice(&len[..n]);
+        (start, index_end)
+    }
 }
 
 /// A stored row's size (by DynamoDB's count) and attributes.
@@ -588,8 +654,8 @@ impl Row {
             Some(AttributeValue::S(s)) => s.clone(),
             _ => String::new(),
         };
-        let mut attributes = Vec::new();
-        encode(item, &mut attributes);
+        let row = store(item, 0);
+        let attributes = stored(&row.bytes).map_or_else(|_| Vec::new(), |(_, a)| a.to_vec());
         Row {
             pk: string(PK),
             sk: string(SK),
@@ -653,8 +719,10 @@ mod tests {
 
     /// The row of the table and the index's (the prefix before `GSI1SK`) under their keys.
     fn rows(item: &Item) -> (Row, Option<Row>) {
-        let mut bytes = Vec::new();
-        let index_end = encode(item, &mut bytes);
+        let row = store(item, 0);
+        let (_, attributes) = stored(&row.bytes).unwrap();
+        let head = row.bytes.len() - attributes.len();
+        let (bytes, index_end) = (attributes.to_vec(), row.index_end - head);
         let (pk, sk) = (string(item, PK).unwrap(), string(item, SK).unwrap());
         let index = string(item, GSI1SK).map(|g| Row {
             pk: pk.clone(),
@@ -672,6 +740,32 @@ mod tests {
     }
 
     proptest! {
+        /// A writer that made one row makes the next as [`store`] makes it, whatever the
+        /// last was (its buffer is reused), and its size reads back from the row.
+        #[test]
+        fn a_writer_makes_what_store_makes(
+            before in item(),
+            item in item(),
+            size in prop_oneof![0..200usize, Just(127), Just(128), Just(400 * 1024), Just(usize::MAX)],
+        ) {
+            let mut writer = RowWriter::default();
+            for (i, item) in [&before, &item].into_iter().enumerate() {
+                writer.start();
+                for (name, value) in item.iter() {
+                    if name != PK && name != SK && name != GSI1SK {
+                        writer.attribute(name, value);
+                    }
+                }
+                let (bytes, index_end) = writer.finish(item.get(GSI1SK), size);
+                if i == 1 {
+                    let want = store(item, size);
+                    prop_assert_eq!(bytes, &want.bytes[..]);
+                    prop_assert_eq!(index_end, want.index_end);
+                    prop_assert_eq!(stored(bytes).unwrap().0, size);
+                }
+            }
+        }
+
         /// Every item reads back whole from the table's row and from the index's, and a
         /// reader hands over every attribute once, with the values `item` reads.
         #[test]

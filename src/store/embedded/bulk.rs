@@ -32,9 +32,12 @@ use redb::{Database, Durability, WriteTransaction};
 
 use super::compact::LoadCount;
 use super::table::{stored_gsi1sk, unavailable, GSI1_INDEX, ITEMS};
-use super::validate::ItemRow;
+use super::validate::{check_item, ItemRow};
 use super::write::{insert_in_order, Entry};
-use crate::store::{BulkLoad, Item, StoreError};
+use crate::store::capacity::{attribute_size, key_size};
+use crate::store::row::RowWriter;
+use crate::store::table::{GSI1SK, PK, SK};
+use crate::store::{AttributeValue, BulkLoad, Item, ItemWriter, Key, StoreError, WriteItems};
 
 /// The bytes of rows and keys a load keeps in memory before it merges them into a run file:
 /// a load of 100,000 issues × 8 fields (306 MB) is written from memory, one of 1,000,000
@@ -584,32 +587,133 @@ pub(super) struct Sorted {
 
 /// Validates a batch's items (as a write would) into the records of both tables, sorted.
 pub(super) fn prepare(items: &[Item]) -> Result<Sorted, StoreError> {
-    let mut rows = Vec::with_capacity(items.len());
-    let mut entries = Vec::with_capacity(items.len());
-    let mut bytes = 0;
+    let mut batch = Batch::with_capacity(items.len());
     for item in items {
         let row = ItemRow::validate(item)?;
-        let record = Record::new([row.pk.as_bytes(), row.sk.as_bytes(), b""], &row.bytes);
-        bytes += record.bytes.len();
-        rows.push(record);
-        if let Some(g) = &row.gsi1sk {
-            let record = Record::new(
-                [row.sk.as_bytes(), g.as_bytes(), row.pk.as_bytes()],
-                row.index_bytes(),
-            );
-            bytes += record.bytes.len();
-            entries.push(record);
+        batch.add(
+            &row.pk,
+            &row.sk,
+            row.gsi1sk.as_deref(),
+            &row.bytes,
+            row.index_end,
+        );
+    }
+    batch.sorted()
+}
+
+/// Runs `write` (see [`BulkLoad::put_written`]) into the records of both tables, sorted: each
+/// item checked as [`ItemRow::validate`] checks an item, and its row made as
+/// [`row::store`](crate::store::row::store) makes it, with no attribute map between.
+pub(super) fn prepare_written(write: WriteItems) -> Result<Sorted, StoreError> {
+    let mut written = Written {
+        batch: Batch::with_capacity(1024),
+        row: RowWriter::default(),
+        names: Vec::new(),
+        refused: None,
+    };
+    write(&mut written)?;
+    match written.refused {
+        Some(e) => Err(e),
+        None => written.batch.sorted(),
+    }
+}
+
+/// A batch's records as they come, before [`Batch::sorted`].
+struct Batch {
+    rows: Vec<Record>,
+    entries: Vec<Record>,
+    bytes: usize,
+}
+
+impl Batch {
+    fn with_capacity(items: usize) -> Batch {
+        Batch {
+            rows: Vec::with_capacity(items),
+            entries: Vec::with_capacity(items),
+            bytes: 0,
         }
     }
-    let mut superseded = Vec::new();
-    let rows = sorted(rows, |old| supersede(&mut superseded, old))?;
-    let entries = sorted(entries, |_| Ok(()))?;
-    Ok(Sorted {
-        rows,
-        entries,
-        superseded,
-        bytes,
-    })
+
+    /// Adds a checked item's table row, and its index entry when it has a `GSI1SK` (the
+    /// row's first `index_end` bytes).
+    fn add(&mut self, pk: &str, sk: &str, gsi1sk: Option<&str>, row: &[u8], index_end: usize) {
+        let record = Record::new([pk.as_bytes(), sk.as_bytes(), b""], row);
+        self.bytes += record.bytes.len();
+        self.rows.push(record);
+        if let Some(g) = gsi1sk {
+            let record = Record::new(
+                [sk.as_bytes(), g.as_bytes(), pk.as_bytes()],
+                &row[..index_end],
+            );
+            self.bytes += record.bytes.len();
+            self.entries.push(record);
+        }
+    }
+
+    /// Sorts both tables' records, keeping the last of each key (see [`sorted`]).
+    fn sorted(self) -> Result<Sorted, StoreError> {
+        let mut superseded = Vec::new();
+        let rows = sorted(self.rows, |old| supersede(&mut superseded, old))?;
+        let entries = sorted(self.entries, |_| Ok(()))?;
+        Ok(Sorted {
+            rows,
+            entries,
+            superseded,
+            bytes: self.bytes,
+        })
+    }
+}
+
+/// The writer [`prepare_written`] hands its caller's code: each item's row made as it comes.
+struct Written {
+    batch: Batch,
+    row: RowWriter,
+    /// The names of the attributes of the item being written, to refuse one named twice.
+    names: Vec<&'static str>,
+    /// The first item refused; the batch fails with it once written.
+    refused: Option<StoreError>,
+}
+
+impl ItemWriter for Written {
+    fn put(
+        &mut self,
+        key: Key,
+        gsi1sk: Option<String>,
+        attributes: &mut dyn Iterator<Item = (&'static str, AttributeValue)>,
+    ) {
+        if self.refused.is_some() {
+            return;
+        }
+        self.row.start();
+        self.names.clear();
+        let mut size = key_size(PK, &key.pk) + key_size(SK, &key.sk);
+        for (name, value) in attributes {
+            if [PK, SK, GSI1SK].contains(&name) || self.names.contains(&name) {
+                self.refused = Some(StoreError::Invalid(format!(
+                    "item ({}, {}) was written with attribute {name} twice",
+                    key.pk, key.sk
+                )));
+                return;
+            }
+            self.names.push(name);
+            size += attribute_size(name, &value);
+            self.row.attribute(name, &value);
+        }
+        if let Some(g) = &gsi1sk {
+            size += key_size(GSI1SK, g);
+        }
+        if let Err(e) = check_item(&key.pk, &key.sk, gsi1sk.as_deref(), size) {
+            self.refused = Some(e);
+            return;
+        }
+        let g = gsi1sk.map(AttributeValue::S);
+        let (row, index_end) = self.row.finish(g.as_ref(), size);
+        let g = match &g {
+            Some(AttributeValue::S(g)) => Some(g.as_str()),
+            _ => None,
+        };
+        self.batch.add(&key.pk, &key.sk, g, row, index_end);
+    }
 }
 
 impl LoadRuns {
@@ -971,6 +1075,23 @@ impl EmbeddedLoad {
         self.runs.take().ok_or_else(failed_earlier)
     }
 
+    /// Hands a batch's preparation to the blocking pool once fewer than
+    /// [`EmbeddedLoad::width`] are being prepared, and returns.
+    async fn prepare_in_pool(
+        &mut self,
+        prepare: impl FnOnce() -> Result<Sorted, StoreError> + Send + 'static,
+    ) -> Result<(), StoreError> {
+        while self.preparing.len() >= self.width {
+            self.add_oldest().await?;
+        }
+        if self.failed() {
+            return Err(failed_earlier());
+        }
+        self.preparing
+            .push_back(tokio::task::spawn_blocking(prepare));
+        Ok(())
+    }
+
     /// Adds the oldest batch being prepared to the load, once it is ready and the batch
     /// before it is in, on the blocking pool. A step that failed fails the load whole: a
     /// load missing a batch is not what its caller asked for. Dropping the tasks' handles
@@ -1060,15 +1181,12 @@ impl BulkLoad for EmbeddedLoad {
     /// next batch meanwhile. A batch that is refused, or a step that fails, fails this call
     /// or a later one (`finish` at the latest), and the load with it.
     async fn put(&mut self, items: Vec<Item>) -> Result<(), StoreError> {
-        while self.preparing.len() >= self.width {
-            self.add_oldest().await?;
-        }
-        if self.failed() {
-            return Err(failed_earlier());
-        }
-        self.preparing
-            .push_back(tokio::task::spawn_blocking(move || prepare(&items)));
-        Ok(())
+        self.prepare_in_pool(move || prepare(&items)).await
+    }
+
+    /// As [`EmbeddedLoad::put`], the items made and laid out on the blocking pool.
+    async fn put_written(&mut self, write: WriteItems) -> Result<(), StoreError> {
+        self.prepare_in_pool(move || prepare_written(write)).await
     }
 
     async fn finish(mut self: Box<Self>) -> Result<(), StoreError> {
@@ -1252,6 +1370,109 @@ mod tests {
                     .count();
                 assert_eq!(leftovers, 0);
             });
+        }
+    }
+
+    /// An item as [`ItemWriter::put`] takes it.
+    type WrittenItem = (Key, Option<String>, Vec<(&'static str, AttributeValue)>);
+
+    /// An item as [`ItemWriter::put`] takes it: a key from a small space (empty parts, which
+    /// a store refuses, included), maybe a `GSI1SK`, and attributes of any value under
+    /// names from a fixed set (the writer takes them as `&'static str`), one of them at
+    /// times too large for an item.
+    fn a_written_item() -> impl Strategy<Value = WrittenItem> {
+        const NAMES: &[&str] = &["A", "Name", "Values", "é", "Type", "x"];
+        (
+            prop::sample::select(vec!["", "p0", "p1", "p2"]),
+            prop::sample::select(vec!["s0", "s1", ""]),
+            prop::option::of(prop::sample::select(vec!["g0", "g1", ""])),
+            prop::collection::btree_map(
+                prop::sample::select(NAMES),
+                prop_oneof![
+                    20 => crate::store::ddbjson::tests::attribute_value(),
+                    1 => Just(AttributeValue::S("x".repeat(400 * 1024))),
+                ],
+                0..4,
+            ),
+        )
+            .prop_map(|(pk, sk, g, attributes)| {
+                (
+                    Key::new(pk, sk),
+                    g.map(str::to_owned),
+                    attributes.into_iter().collect(),
+                )
+            })
+    }
+
+    /// A record's key parts, and its row's size and item (the index's keys put back where
+    /// an item holds them).
+    fn read_record(record: &Record, index: bool) -> (Vec<Vec<u8>>, usize, Item) {
+        let parts = (0..3).map(|i| record.part(i).to_vec()).collect();
+        let (size, attributes) = stored_row(record.row()).unwrap();
+        let text = |i| std::str::from_utf8(record.part(i)).unwrap();
+        let row = if index {
+            RowRef {
+                pk: text(2),
+                sk: text(0),
+                gsi1sk: Some(text(1)),
+                attributes,
+            }
+        } else {
+            RowRef {
+                pk: text(0),
+                sk: text(1),
+                gsi1sk: None,
+                attributes,
+            }
+        };
+        (parts, size, decode(row).unwrap())
+    }
+
+    proptest! {
+        /// A batch written item by item makes the records that its items, made as attribute
+        /// maps, make: the same keys, rows of the same items and sizes, the same versions
+        /// superseded; or it is refused with the same error.
+        #[test]
+        fn a_written_batch_makes_what_its_items_make(
+            batch in prop::collection::vec(a_written_item(), 0..8),
+        ) {
+            let write = |batch: Vec<WrittenItem>| -> WriteItems {
+                Box::new(move |out| {
+                    for (key, g, attributes) in batch {
+                        out.put(key, g, &mut attributes.into_iter());
+                    }
+                    Ok(())
+                })
+            };
+            let mut items = Vec::new();
+            write(batch.clone())(&mut items).unwrap();
+            let read = |sorted: Result<Sorted, StoreError>| sorted.map(|sorted| {
+                let rows: Vec<_> = sorted.rows.iter().map(|r| read_record(r, false)).collect();
+                let entries: Vec<_> = sorted.entries.iter().map(|r| read_record(r, true)).collect();
+                (rows, entries, sorted.superseded, sorted.bytes)
+            }).map_err(|e| e.to_string());
+            prop_assert_eq!(read(prepare_written(write(batch))), read(prepare(&items)));
+        }
+    }
+
+    /// A writer refuses an item that names a key attribute or another attribute twice
+    /// among its attributes (attribute maps cannot hold either), and the batch with it.
+    #[test]
+    fn a_written_item_names_each_attribute_once() {
+        for attributes in [
+            vec![("A", s("1")), ("A", s("2"))],
+            vec![("PK", s("p"))],
+            vec![("A", s("1")), ("GSI1SK", s("g"))],
+        ] {
+            let write: WriteItems = Box::new(move |out| {
+                out.put(Key::new("p", "s"), None, &mut std::iter::empty());
+                out.put(Key::new("p", "t"), None, &mut attributes.into_iter());
+                Ok(())
+            });
+            assert!(matches!(
+                prepare_written(write),
+                Err(StoreError::Invalid(_))
+            ));
         }
     }
 

@@ -25,20 +25,14 @@ pub(super) struct ItemRow {
 
 impl ItemRow {
     pub(super) fn validate(item: &Item) -> Result<ItemRow, StoreError> {
-        let pk = key_attr(item, PK, MAX_PARTITION_KEY_BYTES)?;
-        let sk = key_attr(item, SK, MAX_SORT_KEY_BYTES)?;
-        // GSI1SK is optional, but when present it is an index key attribute, so DynamoDB holds
-        // it to the key rules: type S, not empty, at most 1024 bytes.
+        let pk = key_attr(item, PK)?;
+        let sk = key_attr(item, SK)?;
         let gsi1sk = match item.get(GSI1SK) {
             None => None,
-            Some(_) => Some(key_attr(item, GSI1SK, MAX_SORT_KEY_BYTES)?),
+            Some(_) => Some(key_attr(item, GSI1SK)?),
         };
         let size = item_size(item);
-        if size > MAX_ITEM_BYTES {
-            return Err(StoreError::Invalid(format!(
-                "item ({pk}, {sk}) is {size} bytes, over the {MAX_ITEM_BYTES}-byte limit"
-            )));
-        }
+        check_item(&pk, &sk, gsi1sk.as_deref(), size)?;
         let row::Stored { bytes, index_end } = row::store(item, size);
         Ok(ItemRow {
             pk,
@@ -60,12 +54,32 @@ impl ItemRow {
     }
 }
 
-fn key_attr(item: &Item, name: &str, max: usize) -> Result<String, StoreError> {
+/// What DynamoDB holds an item to beside its attributes' types: its keys and its size.
+/// `GSI1SK` is optional, but when present it is an index key attribute, so DynamoDB holds it
+/// to the key rules: not empty, at most 1024 bytes.
+pub(super) fn check_item(
+    pk: &str,
+    sk: &str,
+    gsi1sk: Option<&str>,
+    size: usize,
+) -> Result<(), StoreError> {
+    check_key_value(PK, pk, MAX_PARTITION_KEY_BYTES)?;
+    check_key_value(SK, sk, MAX_SORT_KEY_BYTES)?;
+    if let Some(g) = gsi1sk {
+        check_key_value(GSI1SK, g, MAX_SORT_KEY_BYTES)?;
+    }
+    if size > MAX_ITEM_BYTES {
+        return Err(StoreError::Invalid(format!(
+            "item ({pk}, {sk}) is {size} bytes, over the {MAX_ITEM_BYTES}-byte limit"
+        )));
+    }
+    Ok(())
+}
+
+/// A key attribute's value, which must be of type S (its other rules: [`check_item`]).
+fn key_attr(item: &Item, name: &str) -> Result<String, StoreError> {
     match item.get(name) {
-        Some(AttributeValue::S(s)) => {
-            check_key_value(name, s, max)?;
-            Ok(s.clone())
-        }
+        Some(AttributeValue::S(s)) => Ok(s.clone()),
         Some(_) => Err(StoreError::Invalid(format!(
             "key attribute {name} must be of type S"
         ))),
