@@ -25,6 +25,7 @@
 //! compares attribute values as conditions do, `table` owns the redb tables themselves, and
 //! `compact` shrinks the file and measures what it holds, and `bulk` writes bulk loads.
 
+mod batch;
 mod behind;
 mod bulk;
 pub mod compact;

@@ -4,7 +4,8 @@
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableError};
 
-use super::bulk::{prepare, LoadRuns};
+use super::batch::prepare;
+use super::bulk::LoadRuns;
 use crate::store::row::{self, RowRef};
 use crate::store::{ddbjson, Item, StoreError};
 
