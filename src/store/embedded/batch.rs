@@ -55,6 +55,11 @@ impl Record {
         &self.bytes[self.ends[2] as usize..]
     }
 
+    /// The bytes [`Record::write`] writes.
+    pub(super) fn stored_len(&self) -> u64 {
+        16 + self.bytes.len() as u64
+    }
+
     pub(super) fn write(&self, out: &mut impl Write) -> std::io::Result<()> {
         for end in self.ends {
             out.write_all(&end.to_le_bytes())?;

@@ -1,10 +1,10 @@
 //! Bulk loads into the embedded store ([`Store::bulk_load`](crate::store::Store::bulk_load),
 //! what `seed --synthetic` writes through): batches are prepared ([`super::batch`]: checked,
 //! laid out as records and sorted) on the blocking pool as they come, several at once, and
-//! kept as sorted runs, spilled to files beside the
-//! database past [`RUN_BYTES`] by a thread of their own while the load goes on; `finish`
-//! writes the whole load, merging the runs into the table and into the index side by side,
-//! each in key order, each once, in transactions that fit the store's write buffer
+//! kept as sorted runs, spilled to files beside the database past [`RUN_BYTES`] (as they
+//! are, until a table has [`MAX_RUNS`]) by a thread of their own while the load goes on;
+//! `finish` writes the whole load, merging the runs into the table and into the index side
+//! by side, each in key order, each once, in transactions that fit the store's write buffer
 //! ([`Commits`]): committed without a sync but the last, and undone should the load fail.
 //!
 //! Why not a transaction per batch: a batch's index entries (a cell's value, an issue's name)
@@ -24,7 +24,7 @@ use std::cell::RefCell;
 use std::cmp::Ordering;
 use std::collections::{HashSet, VecDeque};
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Write};
+use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -80,37 +80,84 @@ impl Entry for IndexRecord {
     }
 }
 
-/// The sorted runs of one table: files spilled so far, then the batches not yet spilled,
-/// each sorted, in the order they came.
+/// The sorted runs of one table: runs spilled to files so far, then the batches not yet
+/// spilled, each sorted, in the order they came.
 #[derive(Default)]
 struct Runs {
-    files: Vec<PathBuf>,
+    files: Vec<RunFile>,
     memory: Vec<Vec<Record>>,
 }
 
-/// The buffer a run file is written and read through: a system call per 8 KiB (the std
-/// buffers' default) was a tenth of a spill.
+/// A spill's file: the runs it holds, one after another, each ending where `ends` says.
+struct RunFile {
+    path: PathBuf,
+    ends: Vec<u64>,
+}
+
+/// The buffer a run file is written through: a system call per 8 KiB (the std buffers'
+/// default) was a tenth of a spill.
 const RUN_BUFFER: usize = 1 << 20;
 
+/// The buffer each run in a file is read through, when the final merge reads many.
+const RUN_READ_BUFFER: usize = 128 * 1024;
+
+/// The most runs a table's merge reads at once: past this, a spill merges its batches into
+/// one run rather than writing each as it is (which bounds a merge's buffers and levels).
+const MAX_RUNS: usize = 128;
+
 impl Runs {
-    /// Takes the batches in memory, to be spilled into one run file at `path` (see
-    /// [`Runs::write_run`]), which the runs list from now on.
-    fn spilling(&mut self, path: &Path) -> Runs {
-        self.files.push(path.to_owned());
+    /// How many runs the table has, in files and in memory.
+    fn runs(&self) -> usize {
+        self.files.iter().map(|f| f.ends.len()).sum::<usize>() + self.memory.len()
+    }
+
+    /// Takes the batches in memory, to be spilled (see [`Runs::write_file`]).
+    fn spilling(&mut self) -> Runs {
         Runs {
             files: Vec::new(),
             memory: std::mem::take(&mut self.memory),
         }
     }
 
-    /// Merges these runs into one run file at `path`.
-    fn write_run(self, path: &Path, dropped: impl FnMut(&Record) -> Dropped) -> Dropped {
+    /// Writes these batches into one file at `path`: each as the run it is, one after
+    /// another, or, with `merge`, merged into one run (the rows of a key but the latest handed
+    /// to `dropped`).
+    ///
+    /// Why not always merge: the merge compared records that had left the cache long before,
+    /// and took two fifths of a spill's time while the load was making its batches on both
+    /// cores; the load's last merge reads the runs as they are, its records fresh from the
+    /// file, while the writers leave a core partly idle.
+    fn write_file(
+        self,
+        path: &Path,
+        merge: bool,
+        dropped: impl FnMut(&Record) -> Dropped,
+    ) -> Result<RunFile, StoreError> {
         let io = |e: std::io::Error| unavailable(format!("bulk load run {}: {e}", path.display()));
         let mut out = BufWriter::with_capacity(RUN_BUFFER, File::create(path).map_err(io)?);
-        for record in self.merge(dropped)? {
-            record?.write(&mut out).map_err(io)?;
+        let mut ends = Vec::new();
+        let mut at = 0;
+        if merge {
+            for record in self.merge(dropped)? {
+                let record = record?;
+                record.write(&mut out).map_err(io)?;
+                at += record.stored_len();
+            }
+            ends.push(at);
+        } else {
+            for run in self.memory {
+                for record in &run {
+                    record.write(&mut out).map_err(io)?;
+                    at += record.stored_len();
+                }
+                ends.push(at);
+            }
         }
-        out.flush().map_err(io)
+        out.flush().map_err(io)?;
+        Ok(RunFile {
+            path: path.to_owned(),
+            ends,
+        })
     }
 
     /// Every run merged in key order: of rows of one key in several runs, the latest run's
@@ -120,10 +167,21 @@ impl Runs {
         dropped: impl FnMut(&Record) -> Dropped + 'd,
     ) -> Result<impl Iterator<Item = Result<Record, StoreError>> + 'd, StoreError> {
         let mut sources: Vec<Source> = Vec::new();
-        for path in &self.files {
+        for run_file in &self.files {
+            let path = &run_file.path;
             let file = File::open(path)
                 .map_err(|e| unavailable(format!("bulk load run {}: {e}", path.display())))?;
-            sources.push(Source::File(BufReader::with_capacity(RUN_BUFFER, file)));
+            let file = Arc::new(file);
+            let mut start = 0;
+            for &end in &run_file.ends {
+                let run = Run {
+                    file: Arc::clone(&file),
+                    at: start,
+                    end,
+                };
+                sources.push(Source::File(BufReader::with_capacity(RUN_READ_BUFFER, run)));
+                start = end;
+            }
         }
         sources.extend(
             self.memory
@@ -134,8 +192,39 @@ impl Runs {
     }
 }
 
+/// A run's bytes in its file, read where they lie, so that the runs of one file share its
+/// handle (a merge reads a hundred runs at once).
+struct Run {
+    file: Arc<File>,
+    at: u64,
+    end: u64,
+}
+
+impl Read for Run {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let want =
+            usize::try_from(self.end - self.at).map_or(buf.len(), |left| left.min(buf.len()));
+        if want == 0 {
+            return Ok(0);
+        }
+        let n = read_at(&self.file, &mut buf[..want], self.at)?;
+        self.at += n as u64;
+        Ok(n)
+    }
+}
+
+#[cfg(unix)]
+fn read_at(file: &File, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(file, buf, at)
+}
+
+#[cfg(windows)]
+fn read_at(file: &File, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
+    std::os::windows::fs::FileExt::seek_read(file, buf, at)
+}
+
 enum Source {
-    File(BufReader<File>),
+    File(BufReader<Run>),
     Memory(std::vec::IntoIter<Record>),
 }
 
@@ -339,6 +428,9 @@ pub(super) fn remove_leftover_runs(file: &Path) {
     }
 }
 
+/// What a spill hands back: each table's file, and the index entries of rows it dropped.
+type Spilled = (RunFile, RunFile, Vec<IndexKey>);
+
 /// What a load holds until it is written.
 pub(super) struct LoadRuns {
     dir: Arc<SpillDir>,
@@ -347,12 +439,14 @@ pub(super) struct LoadRuns {
     /// Bytes of rows in memory, and how many it holds before it spills them.
     held: usize,
     run_bytes: usize,
+    /// How many runs a table may have before a spill merges its batches ([`MAX_RUNS`]).
+    max_runs: usize,
     /// Index entries of rows a later row of the same key replaced within the load: written
     /// with the rest of the load's, then removed, less the entries of the rows that stay.
     superseded: HashSet<IndexKey>,
-    /// The thread writing the last runs' files, if one is under way: it hands back the index
-    /// entries of the rows its merge dropped as replaced.
-    spilling: Option<std::thread::JoinHandle<Result<Vec<IndexKey>, StoreError>>>,
+    /// The thread writing the last runs' files, if one is under way: it hands back the
+    /// files, and the index entries of the rows its merge (if it merged) dropped as replaced.
+    spilling: Option<std::thread::JoinHandle<Result<Spilled, StoreError>>>,
 }
 
 impl LoadRuns {
@@ -364,16 +458,18 @@ impl LoadRuns {
             index: Runs::default(),
             held: 0,
             run_bytes: RUN_BYTES,
+            max_runs: MAX_RUNS,
             superseded: HashSet::new(),
             spilling: None,
         }
     }
 
     /// Adds a batch (see [`prepare`]) as a run of each table. Once the runs in memory hold
-    /// [`RUN_BYTES`], they are merged into a file each on a thread of their own, while the
-    /// load goes on (the spill before must have ended first).
+    /// [`RUN_BYTES`], they are written to a file each, run after run (merged into one run
+    /// once a table has [`MAX_RUNS`]; see [`Runs::write_file`]), on a thread of their own
+    /// while the load goes on (the spill before must have ended first).
     ///
-    /// Why on a thread of its own: a spill merges and writes half a gigabyte, about 2.5 s,
+    /// Why on a thread of its own: a spill merged and wrote half a gigabyte, about 2.5 s,
     /// and the load used to wait for it, with a core idle, five times in a load of
     /// 1,000,000 issues.
     pub(super) fn add(&mut self, batch: Sorted) -> Result<(), StoreError> {
@@ -391,22 +487,22 @@ impl LoadRuns {
                 dir.join(format!("items-{n}")),
                 dir.join(format!("index-{n}")),
             );
-            let (items, index) = (
-                self.items.spilling(&items_path),
-                self.index.spilling(&index_path),
-            );
+            // Both tables have a run per batch, so they agree.
+            let merge = self.items.runs() > self.max_runs;
+            let (items, index) = (self.items.spilling(), self.index.spilling());
             // The thread keeps the directory until it is done, should the load be dropped.
             let dir = Arc::clone(&self.dir);
             let spill = move || {
                 let _dir = dir;
                 std::thread::scope(|scope| {
-                    let index = scope.spawn(|| index.write_run(&index_path, |_| Ok(())));
+                    let index = scope.spawn(|| index.write_file(&index_path, merge, |_| Ok(())));
                     let mut superseded = Vec::new();
-                    let items = items.write_run(&items_path, |old| supersede(&mut superseded, old));
-                    index
+                    let items =
+                        items.write_file(&items_path, merge, |old| supersede(&mut superseded, old));
+                    let index = index
                         .join()
                         .map_err(|_| unavailable("a bulk load's spill panicked"))??;
-                    items.map(|()| superseded)
+                    Ok((items?, index, superseded))
                 })
             };
             self.spilling = Some(
@@ -424,9 +520,11 @@ impl LoadRuns {
     /// dropped as replaced.
     fn spilled(&mut self) -> Result<(), StoreError> {
         if let Some(spill) = self.spilling.take() {
-            let superseded = spill
+            let (items, index, superseded) = spill
                 .join()
                 .map_err(|_| unavailable("a bulk load's spill panicked"))??;
+            self.items.files.push(items);
+            self.index.files.push(index);
             self.superseded.extend(superseded);
         }
         Ok(())
@@ -965,6 +1063,7 @@ mod tests {
             batches in prop::collection::vec(prop::collection::vec(an_item(), 0..8), 0..5),
             run_bytes in prop_oneof![Just(1usize), Just(200), Just(usize::MAX)],
             commit_bytes in prop_oneof![Just(1usize), Just(150), Just(usize::MAX)],
+            max_runs in prop_oneof![Just(0usize), Just(2), Just(usize::MAX)],
         ) {
             let runtime = tokio::runtime::Runtime::new().unwrap();
             runtime.block_on(async {
@@ -973,6 +1072,7 @@ mod tests {
                 let mut load = EmbeddedLoad::new(Arc::clone(&store.db), &store.path, store.cache);
                 if let Some(runs) = load.runs.as_mut() {
                     runs.run_bytes = run_bytes;
+                    runs.max_runs = max_runs;
                 }
                 load.commit_bytes = commit_bytes;
                 for batch in &batches {
@@ -1066,8 +1166,14 @@ mod tests {
         bytes.truncate(bytes.len() - 2);
         std::fs::write(&path, bytes).unwrap();
         let others = vec![Record::new([b"b", b"s", b""], b"row")];
+        let len = std::fs::metadata(&path).unwrap().len();
+        let run = Run {
+            file: Arc::new(File::open(&path).unwrap()),
+            at: 0,
+            end: len,
+        };
         let sources = vec![
-            Source::File(BufReader::new(File::open(&path).unwrap())),
+            Source::File(BufReader::new(run)),
             Source::Memory(others.into_iter()),
         ];
         let merged: Vec<Result<Vec<u8>, StoreError>> = Merge::new(sources, |_: &Record| Ok(()))
