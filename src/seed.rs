@@ -348,8 +348,12 @@ pub async fn synthetic(
             let fields = Arc::clone(&fields);
             load.put_written(Box::new(move |out| {
                 for issue in &chunk {
-                    items::write_issue(issue, &fields, out)
-                        .map_err(|e| StoreError::Invalid(e.to_string()))?;
+                    items::write_issue(issue, &fields, out).map_err(|e| {
+                        StoreError::Invalid(format!(
+                            "the generated issue {} is invalid: {e}",
+                            issue.id
+                        ))
+                    })?;
                 }
                 Ok(())
             }))

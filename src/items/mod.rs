@@ -4,7 +4,9 @@
 //! Mapping goes through serde_dynamo with one serde struct per item type, declared with the
 //! item's attributes by `entity!`, so each attribute name is spelled once (next to the layout
 //! table in ARCHITECTURE.md) for the serde mapping, the typed text decoders (`raw`) and their
-//! parity tests alike. Decoding is strict: an item
+//! parity tests alike. An issue's items, most of what a load writes, are written by hand
+//! ([`write_issue`], to any `ItemWriter`) through the same declarations, and held to their
+//! serde forms by tests. Decoding is strict: an item
 //! that does not match its `Type` is reported as [`ItemError`], never half-read.
 
 use std::collections::{BTreeMap, HashMap};
@@ -78,7 +80,7 @@ impl ItemError {
 /// once for both. The typed text decoders (`items::raw`) match attribute names through the
 /// enum exhaustively, so an attribute added here does not compile until they read it, and an
 /// attribute the enum does not know sends a row the general way. `also` names the attributes
-/// written beside serde (typed values set on the item directly).
+/// serde does not map (typed values set on the item directly, or written by hand).
 macro_rules! entity {
     (
         $(#[$meta:meta])*
@@ -273,8 +275,8 @@ entity! {
 }
 
 entity! {
-    /// A custom field value's index row, whose typed `Value` is set beside serde (built by
-    /// `write_issue`; the struct is its serde form).
+    /// A custom field value's index row, with its typed `Value` (built by `write_issue`; the
+    /// struct is its serde form, without `Value`).
     #[cfg_attr(not(test), allow(dead_code))]
     struct FieldValueItem, enum FieldValueAttr {
         pk: String = Pk "PK",

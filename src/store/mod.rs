@@ -560,9 +560,9 @@ pub trait BulkLoad: Send {
 }
 
 /// Where items are made for a store, one at a time: its key, its `GSI1SK` if it has one,
-/// then its other attributes. The same code that makes a batch of attribute maps (the writer
-/// `Vec<Item>`) so makes the rows a store keeps, with no map between (the embedded store's
-/// bulk load, [`BulkLoad::put_written`]).
+/// then its other attributes. The code that writes items this way makes attribute maps with
+/// the writer `Vec<Item>`, and, unchanged, the rows a store keeps with the store's own writer,
+/// without building a map (the embedded store's bulk load, [`BulkLoad::put_written`]).
 pub trait ItemWriter {
     /// Writes one item. The attributes must not name `PK`, `SK` or `GSI1SK`, nor one another
     /// twice. A writer that refuses an item says so when it is done with (the embedded
@@ -591,7 +591,9 @@ impl ItemWriter for Vec<Item> {
             map.insert(table::GSI1SK.to_owned(), AttributeValue::S(g));
         }
         for (name, value) in attributes {
-            map.insert(name.to_owned(), value);
+            // The embedded store's writer refuses these; a map would silently keep the last.
+            let replaced = map.insert(name.to_owned(), value);
+            debug_assert!(replaced.is_none(), "attribute {name} written twice");
         }
         self.push(item_of(map));
     }

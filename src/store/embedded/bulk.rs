@@ -37,9 +37,9 @@ use super::table::{stored_gsi1sk, unavailable, GSI1_INDEX, ITEMS};
 use super::write::{insert_in_order, Entry};
 use crate::store::{BulkLoad, Item, StoreError, WriteItems};
 
-/// The bytes of rows and keys a load keeps in memory before it merges them into a run file:
-/// a load of 100,000 issues × 8 fields (306 MB) is written from memory, one of 1,000,000
-/// from six runs.
+/// The bytes of rows and keys a load keeps in memory before it spills them to a run file
+/// per table: a load of 100,000 issues × 8 fields (306 MB) is written from memory, one of
+/// 1,000,000 from six files of about 17 runs each.
 const RUN_BYTES: usize = 512 * 1024 * 1024;
 
 /// A table row of the load.
@@ -101,8 +101,10 @@ const RUN_BUFFER: usize = 1 << 20;
 /// The buffer each run in a file is read through, when the final merge reads many.
 const RUN_READ_BUFFER: usize = 128 * 1024;
 
-/// The most runs a table's merge reads at once: past this, a spill merges its batches into
-/// one run rather than writing each as it is (which bounds a merge's buffers and levels).
+/// The runs a table may have before a spill merges its batches into one run rather than
+/// writing each as it is: the last merge then reads at most this many, plus one per later
+/// spill (512 MiB each) and the batches still in memory, which bounds its buffers and levels
+/// as the one run per spill of before did.
 const MAX_RUNS: usize = 128;
 
 impl Runs {
@@ -208,6 +210,10 @@ impl Read for Run {
             return Ok(0);
         }
         let n = read_at(&self.file, &mut buf[..want], self.at)?;
+        if n == 0 {
+            // The file ends before the run does: it was cut, not read to its end.
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
         self.at += n as u64;
         Ok(n)
     }
@@ -1149,6 +1155,64 @@ mod tests {
             prop_assert_eq!(dropped, rows - model.len());
             prop_assert_eq!(merged, model.into_iter().collect::<Vec<_>>());
         }
+    }
+
+    /// Runs spilled as they are read back from their file as they went in, each on its own,
+    /// across many refills of their buffers and past a record larger than a buffer; a file
+    /// cut short inside a run is an error, not its end.
+    #[test]
+    fn runs_spilled_as_they_are_read_back_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run");
+        let run = |start: u32, big: bool| -> Vec<Record> {
+            (0..2000u32)
+                .map(|i| {
+                    let key = format!("k{:06}", start + 3 * i);
+                    let row = if big && i == 1000 {
+                        vec![7; RUN_READ_BUFFER + 4096]
+                    } else {
+                        format!("row {}", start + 3 * i).into_bytes()
+                    };
+                    Record::new([key.as_bytes(), b"s", b""], &row)
+                })
+                .collect()
+        };
+        let runs = || vec![run(0, false), run(1, true), run(2, false)];
+        let spilled = Runs {
+            files: Vec::new(),
+            memory: runs(),
+        }
+        .write_file(&path, false, |_| Ok(()))
+        .unwrap();
+        assert_eq!(spilled.ends.len(), 3);
+        let rows = |runs: Runs| -> Vec<Vec<u8>> {
+            let merge = runs.merge(|_| Ok(())).unwrap();
+            merge.map(|r| r.unwrap().bytes.to_vec()).collect()
+        };
+        let want = rows(Runs {
+            files: Vec::new(),
+            memory: runs(),
+        });
+        assert_eq!(want.len(), 6000);
+        let read = Runs {
+            files: vec![spilled],
+            memory: Vec::new(),
+        };
+        assert_eq!(rows(read), want);
+
+        // The file cut inside its last run.
+        let len = std::fs::metadata(&path).unwrap().len();
+        let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        file.set_len(len - 100).unwrap();
+        let ends = [len / 3, 2 * len / 3, len];
+        let mut cut = Run {
+            file: Arc::new(File::open(&path).unwrap()),
+            at: ends[1],
+            end: ends[2],
+        };
+        let mut all = Vec::new();
+        let error = cut.read_to_end(&mut all).unwrap_err();
+        assert_eq!(error.kind(), std::io::ErrorKind::UnexpectedEof);
     }
 
     /// A merge whose run is cut short says so once, and then ends: it never goes on

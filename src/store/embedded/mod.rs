@@ -23,7 +23,8 @@
 //! The submodules split the work by concern: `validate` checks requests as DynamoDB would,
 //! `write` applies puts, deletes and transactions, `query` plans and pages reads, `equality`
 //! compares attribute values as conditions do, `table` owns the redb tables themselves, and
-//! `compact` shrinks the file and measures what it holds, and `bulk` writes bulk loads.
+//! `compact` shrinks the file and measures what it holds, `batch` prepares a bulk load's
+//! batches, and `bulk` writes bulk loads.
 
 mod batch;
 mod behind;
