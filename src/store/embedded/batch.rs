@@ -413,7 +413,10 @@ pub(super) mod tests {
         const NAMES: &[&str] = &["A", "Name", "Values", "é", "Type", "x"];
         // Mostly items a store keeps, so that batches are accepted and repeat keys (a
         // refused item fails the whole batch).
-        let part = |valid: Vec<&'static str>| prop_oneof![1 => Just(""), 12 => prop::sample::select(valid)];
+        let part = |valid: Vec<&'static str>| {
+            let valid = prop::sample::select(valid);
+            prop_oneof![1 => Just(""), 12 => valid]
+        };
         (
             part(vec!["p0", "p1", "p2"]),
             part(vec!["s0", "s1"]),

@@ -639,10 +639,10 @@ impl LoadRuns {
 /// store meanwhile: another writer's commit could slip between two of the load's and sync
 /// them, and a failed load's restore would undo it (`seed`, the only caller, runs offline).
 pub(super) struct Commits<'db> {
-    pub(super) db: &'db Database,
-    pub(super) bytes: usize,
+    db: &'db Database,
+    bytes: usize,
     /// Whether a transaction was committed: only then is there anything to undo.
-    pub(super) made: std::cell::Cell<bool>,
+    made: std::cell::Cell<bool>,
 }
 
 impl Commits<'_> {
