@@ -1,9 +1,8 @@
 //! Bulk loads into the embedded store ([`Store::bulk_load`](crate::store::Store::bulk_load),
 //! what `seed --synthetic` writes through): batches are prepared ([`super::batch`]: checked,
 //! laid out as records and sorted) on the blocking pool as they come, several at once, and
-//! kept as sorted runs, spilled to files beside the database past [`RUN_BYTES`] (as they
-//! are, until a table has [`MAX_RUNS`]) by a thread of their own while the load goes on;
-//! `finish` writes the whole load, merging the runs into the table and into the index side
+//! kept as sorted runs ([`super::runs`]: spilled to files beside the database past half a
+//! gigabyte, by a thread of their own while the load goes on); `finish` writes the whole load, merging the runs into the table and into the index side
 //! by side, each in key order, each once, in transactions that fit the store's write buffer
 //! ([`Commits`]): committed without a sync but the last, and undone should the load fail.
 //!
@@ -21,26 +20,19 @@
 //! sync, runs alone.
 
 use std::cell::RefCell;
-use std::cmp::Ordering;
 use std::collections::{HashSet, VecDeque};
-use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use redb::{Database, Durability, WriteTransaction};
 
-use super::batch::{prepare, prepare_written, supersede, Dropped, IndexKey, Record, Sorted};
+use super::batch::{prepare, prepare_written, supersede, IndexKey, Record, Sorted};
 use super::compact::LoadCount;
+use super::runs::{Held, LoadRuns, Runs};
 use super::table::{stored_gsi1sk, unavailable, GSI1_INDEX, ITEMS};
 use super::write::{insert_in_order, Entry};
 use crate::store::{BulkLoad, Item, StoreError, WriteItems};
-
-/// The bytes of rows and keys a load keeps in memory before it spills them to a run file
-/// per table: a load of 100,000 issues × 8 fields (306 MB) is written from memory, one of
-/// 1,000,000 from six files of about 17 runs each.
-const RUN_BYTES: usize = 512 * 1024 * 1024;
 
 /// A table row of the load.
 struct TableRecord(Record);
@@ -79,284 +71,6 @@ impl Entry for IndexRecord {
         self.0.row()
     }
 }
-
-/// The sorted runs of one table: runs spilled to files so far, then the batches not yet
-/// spilled, each sorted, in the order they came.
-#[derive(Default)]
-struct Runs {
-    files: Vec<RunFile>,
-    memory: Vec<Vec<Record>>,
-}
-
-/// A spill's file: the runs it holds, one after another, each ending where `ends` says.
-struct RunFile {
-    path: PathBuf,
-    ends: Vec<u64>,
-}
-
-/// The buffer a run file is written through: a system call per 8 KiB (the std buffers'
-/// default) was a tenth of a spill.
-const RUN_BUFFER: usize = 1 << 20;
-
-/// The buffer each run in a file is read through, when the final merge reads many.
-const RUN_READ_BUFFER: usize = 128 * 1024;
-
-/// The runs a table may have before a spill merges its batches into one run rather than
-/// writing each as it is: the last merge then reads at most this many, plus one per later
-/// spill (512 MiB each) and the batches still in memory, which bounds its buffers and levels
-/// as the one run per spill of before did.
-const MAX_RUNS: usize = 128;
-
-impl Runs {
-    /// How many runs the table has, in files and in memory.
-    fn runs(&self) -> usize {
-        self.files.iter().map(|f| f.ends.len()).sum::<usize>() + self.memory.len()
-    }
-
-    /// Takes the batches in memory, to be spilled (see [`Runs::write_file`]).
-    fn spilling(&mut self) -> Runs {
-        Runs {
-            files: Vec::new(),
-            memory: std::mem::take(&mut self.memory),
-        }
-    }
-
-    /// Writes these batches into one file at `path`: each as the run it is, one after
-    /// another, or, with `merge`, merged into one run (the rows of a key but the latest handed
-    /// to `dropped`).
-    ///
-    /// Why not always merge: the merge compared records that had left the cache long before,
-    /// and took two fifths of a spill's time while the load was making its batches on both
-    /// cores; the load's last merge reads the runs as they are, its records fresh from the
-    /// file, while the writers leave a core partly idle.
-    fn write_file(
-        self,
-        path: &Path,
-        merge: bool,
-        dropped: impl FnMut(&Record) -> Dropped,
-    ) -> Result<RunFile, StoreError> {
-        let io = |e: std::io::Error| unavailable(format!("bulk load run {}: {e}", path.display()));
-        let mut out = BufWriter::with_capacity(RUN_BUFFER, File::create(path).map_err(io)?);
-        let mut ends = Vec::new();
-        let mut at = 0;
-        if merge {
-            for record in self.merge(dropped)? {
-                let record = record?;
-                record.write(&mut out).map_err(io)?;
-                at += record.stored_len();
-            }
-            ends.push(at);
-        } else {
-            for run in self.memory {
-                for record in &run {
-                    record.write(&mut out).map_err(io)?;
-                    at += record.stored_len();
-                }
-                ends.push(at);
-            }
-        }
-        out.flush().map_err(io)?;
-        Ok(RunFile {
-            path: path.to_owned(),
-            ends,
-        })
-    }
-
-    /// Every run merged in key order: of rows of one key in several runs, the latest run's
-    /// (runs come in the order they were written), the others handed to `dropped`.
-    fn merge<'d>(
-        self,
-        dropped: impl FnMut(&Record) -> Dropped + 'd,
-    ) -> Result<impl Iterator<Item = Result<Record, StoreError>> + 'd, StoreError> {
-        let mut sources: Vec<Source> = Vec::new();
-        for run_file in &self.files {
-            let path = &run_file.path;
-            let file = File::open(path)
-                .map_err(|e| unavailable(format!("bulk load run {}: {e}", path.display())))?;
-            let file = Arc::new(file);
-            let mut start = 0;
-            for &end in &run_file.ends {
-                let run = Run {
-                    file: Arc::clone(&file),
-                    at: start,
-                    end,
-                };
-                sources.push(Source::File(BufReader::with_capacity(RUN_READ_BUFFER, run)));
-                start = end;
-            }
-        }
-        sources.extend(
-            self.memory
-                .into_iter()
-                .map(|batch| Source::Memory(batch.into_iter())),
-        );
-        Merge::new(sources, dropped)
-    }
-}
-
-/// A run's bytes in its file, read where they lie, so that the runs of one file share its
-/// handle (a merge reads a hundred runs at once).
-struct Run {
-    file: Arc<File>,
-    at: u64,
-    end: u64,
-}
-
-impl Read for Run {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let want =
-            usize::try_from(self.end - self.at).map_or(buf.len(), |left| left.min(buf.len()));
-        if want == 0 {
-            return Ok(0);
-        }
-        let n = read_at(&self.file, &mut buf[..want], self.at)?;
-        if n == 0 {
-            // The file ends before the run does: it was cut, not read to its end.
-            return Err(std::io::ErrorKind::UnexpectedEof.into());
-        }
-        self.at += n as u64;
-        Ok(n)
-    }
-}
-
-#[cfg(unix)]
-fn read_at(file: &File, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
-    std::os::unix::fs::FileExt::read_at(file, buf, at)
-}
-
-#[cfg(windows)]
-fn read_at(file: &File, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
-    std::os::windows::fs::FileExt::seek_read(file, buf, at)
-}
-
-enum Source {
-    File(BufReader<Run>),
-    Memory(std::vec::IntoIter<Record>),
-}
-
-impl Source {
-    fn next(&mut self) -> Result<Option<Record>, StoreError> {
-        match self {
-            Source::File(file) => {
-                Record::read(file).map_err(|e| unavailable(format!("bulk load run: {e}")))
-            }
-            Source::Memory(rows) => Ok(rows.next()),
-        }
-    }
-}
-
-/// A merge of sorted runs: a tournament (loser) tree over the rows at their heads, so that
-/// the next row costs one comparison per level (a binary heap's pop and push took about
-/// twice as many, and the merges' comparisons were a tenth of a load).
-struct Merge<D> {
-    sources: Vec<Source>,
-    /// The row at the head of each run, `None` once the run is done.
-    heads: Vec<Option<Record>>,
-    /// `tree[0]` is the run whose head comes next; `tree[n]` for `n` in `1..runs` is the
-    /// run that lost the match at node `n`, whose children are nodes `2n` and `2n + 1`, the
-    /// leaves being `runs + r` for run `r`.
-    tree: Vec<usize>,
-    dropped: D,
-    /// Set by a failure (a run that cannot be read, a refused drop): the merge then ends, so
-    /// that it never goes on without the rows it lost.
-    failed: bool,
-}
-
-impl<D: FnMut(&Record) -> Dropped> Merge<D> {
-    fn new(mut sources: Vec<Source>, dropped: D) -> Result<Merge<D>, StoreError> {
-        let heads = sources
-            .iter_mut()
-            .map(Source::next)
-            .collect::<Result<Vec<_>, _>>()?;
-        let runs = heads.len();
-        let mut merge = Merge {
-            sources,
-            heads,
-            tree: vec![0; runs.max(1)],
-            dropped,
-            failed: false,
-        };
-        // Each node's winner, from the leaves up; the tree keeps the losers.
-        let mut winners = vec![0; 2 * runs];
-        for (run, winner) in winners.iter_mut().skip(runs).enumerate() {
-            *winner = run;
-        }
-        for node in (1..runs).rev() {
-            let (a, b) = (winners[2 * node], winners[2 * node + 1]);
-            let (winner, loser) = if merge.first(a, b) { (a, b) } else { (b, a) };
-            winners[node] = winner;
-            merge.tree[node] = loser;
-        }
-        if runs > 0 {
-            merge.tree[0] = winners[1];
-        }
-        Ok(merge)
-    }
-
-    /// Whether run `a`'s head comes before run `b`'s: by key, then the later run first; a
-    /// finished run comes last.
-    fn first(&self, a: usize, b: usize) -> bool {
-        match (&self.heads[a], &self.heads[b]) {
-            (Some(x), Some(y)) => match x.key().cmp(&y.key()) {
-                Ordering::Equal => a > b,
-                order => order == Ordering::Less,
-            },
-            (Some(_), None) => true,
-            (None, _) => false,
-        }
-    }
-
-    /// Takes the next row of the winning run, refills its head and replays its matches up
-    /// the tree.
-    fn take_winner(&mut self) -> Result<Option<Record>, StoreError> {
-        let Some(&run) = self.tree.first() else {
-            return Ok(None);
-        };
-        let Some(taken) = self.heads.get_mut(run).and_then(Option::take) else {
-            return Ok(None);
-        };
-        self.heads[run] = self.sources[run].next()?;
-        let mut winner = run;
-        let mut node = (self.heads.len() + run) / 2;
-        while node > 0 {
-            if self.first(self.tree[node], winner) {
-                std::mem::swap(&mut self.tree[node], &mut winner);
-            }
-            node /= 2;
-        }
-        self.tree[0] = winner;
-        Ok(Some(taken))
-    }
-
-    fn next_record(&mut self) -> Result<Option<Record>, StoreError> {
-        let Some(record) = self.take_winner()? else {
-            return Ok(None);
-        };
-        // Rows of the same key in older runs come right after it: they are replaced.
-        while self.heads[self.tree[0]]
-            .as_ref()
-            .is_some_and(|next| next.key() == record.key())
-        {
-            if let Some(older) = self.take_winner()? {
-                (self.dropped)(&older)?;
-            }
-        }
-        Ok(Some(record))
-    }
-}
-
-impl<D: FnMut(&Record) -> Dropped> Iterator for Merge<D> {
-    type Item = Result<Record, StoreError>;
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.failed {
-            return None;
-        }
-        let next = self.next_record();
-        self.failed = next.is_err();
-        next.transpose()
-    }
-}
-
 /// A bulk load into the embedded store (see the module's documentation).
 pub(super) struct EmbeddedLoad {
     db: Arc<Database>,
@@ -382,244 +96,85 @@ pub(super) struct EmbeddedLoad {
 /// writes out as the next transaction goes.
 const COMMIT_SHARE_OF_CACHE: usize = 8;
 
-/// The directory a load spills its runs to, beside the database file, removed when the last
-/// owner (the load, or a spill's thread still writing a run) lets it go.
-struct SpillDir(PathBuf);
-
-/// Loads started by this process, to name each one's directory apart.
-static LOADS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// What a spill directory's name starts with, after the database file's name: what
-/// [`remove_leftover_runs`] looks for.
-const SPILL_SUFFIX: &str = ".load-";
-
-impl SpillDir {
-    fn beside(file: &Path) -> SpillDir {
-        let n = LOADS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let mut dir = file.as_os_str().to_owned();
-        dir.push(format!("{SPILL_SUFFIX}{}-{n}", std::process::id()));
-        SpillDir(dir.into())
-    }
-}
-
-impl Drop for SpillDir {
-    fn drop(&mut self) {
-        // Nothing may be left to do about a failure here; a directory left behind is removed
-        // the next time the store opens (see `remove_leftover_runs`).
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// Removes the run directories of loads that never finished (a crash, an interrupt) beside
-/// `file`. Only the process that holds redb's lock on the file loads into it, so none of them
-/// is in use when the store opens, but for the spill thread of a load this process dropped
-/// (whose result nobody reads, and which removes its directory itself when it ends).
-pub(super) fn remove_leftover_runs(file: &Path) {
-    let (Some(dir), Some(name)) = (file.parent(), file.file_name()) else {
-        return;
-    };
-    let prefix = format!("{}{SPILL_SUFFIX}", name.to_string_lossy());
-    let Ok(entries) = std::fs::read_dir(if dir.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        dir
-    }) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        if entry.file_name().to_string_lossy().starts_with(&prefix) {
-            tracing::info!(dir = %entry.path().display(), "removing the runs of an unfinished bulk load");
-            let _ = std::fs::remove_dir_all(entry.path());
-        }
-    }
-}
-
-/// What a spill hands back: each table's file, and the index entries of rows it dropped.
-type Spilled = (RunFile, RunFile, Vec<IndexKey>);
-
-/// What a load holds until it is written.
-pub(super) struct LoadRuns {
-    dir: Arc<SpillDir>,
-    items: Runs,
-    index: Runs,
-    /// Bytes of rows in memory, and how many it holds before it spills them.
-    held: usize,
-    run_bytes: usize,
-    /// How many runs a table may have before a spill merges its batches ([`MAX_RUNS`]).
-    max_runs: usize,
-    /// Index entries of rows a later row of the same key replaced within the load: written
-    /// with the rest of the load's, then removed, less the entries of the rows that stay.
-    superseded: HashSet<IndexKey>,
-    /// The thread writing the last runs' files, if one is under way: it hands back the
-    /// files, and the index entries of the rows its merge (if it merged) dropped as replaced.
-    spilling: Option<std::thread::JoinHandle<Result<Spilled, StoreError>>>,
-}
-
-impl LoadRuns {
-    /// An empty load spilling beside the database `file`.
-    pub(super) fn beside(file: &Path) -> LoadRuns {
-        LoadRuns {
-            dir: Arc::new(SpillDir::beside(file)),
-            items: Runs::default(),
-            index: Runs::default(),
-            held: 0,
-            run_bytes: RUN_BYTES,
-            max_runs: MAX_RUNS,
-            superseded: HashSet::new(),
-            spilling: None,
-        }
-    }
-
-    /// Adds a batch (see [`prepare`]) as a run of each table. Once the runs in memory hold
-    /// [`RUN_BYTES`], they are written to a file each, run after run (merged into one run
-    /// once a table has [`MAX_RUNS`]; see [`Runs::write_file`]), on a thread of their own
-    /// while the load goes on (the spill before must have ended first).
-    ///
-    /// Why on a thread of its own: a spill merged and wrote half a gigabyte, about 2.5 s,
-    /// and the load used to wait for it, with a core idle, five times in a load of
-    /// 1,000,000 issues.
-    pub(super) fn add(&mut self, batch: Sorted) -> Result<(), StoreError> {
-        self.held += batch.bytes;
-        self.superseded.extend(batch.superseded);
-        self.items.memory.push(batch.rows);
-        self.index.memory.push(batch.entries);
-        if self.held >= self.run_bytes {
-            self.spilled()?;
-            let dir = &self.dir.0;
-            std::fs::create_dir_all(dir)
-                .map_err(|e| unavailable(format!("bulk load runs in {}: {e}", dir.display())))?;
-            let n = self.items.files.len();
-            let (items_path, index_path) = (
-                dir.join(format!("items-{n}")),
-                dir.join(format!("index-{n}")),
-            );
-            // Both tables have a run per batch, so they agree.
-            let merge = self.items.runs() > self.max_runs;
-            let (items, index) = (self.items.spilling(), self.index.spilling());
-            // The thread keeps the directory until it is done, should the load be dropped.
-            let dir = Arc::clone(&self.dir);
-            let spill = move || {
-                let _dir = dir;
-                std::thread::scope(|scope| {
-                    let index = scope.spawn(|| index.write_file(&index_path, merge, |_| Ok(())));
-                    let mut superseded = Vec::new();
-                    let items =
-                        items.write_file(&items_path, merge, |old| supersede(&mut superseded, old));
-                    let index = index
-                        .join()
-                        .map_err(|_| unavailable("a bulk load's spill panicked"))??;
-                    Ok((items?, index, superseded))
-                })
-            };
-            self.spilling = Some(
-                std::thread::Builder::new()
-                    .name("gridgate-spill".into())
-                    .spawn(spill)
-                    .map_err(|e| unavailable(format!("bulk load spill: {e}")))?,
-            );
-            self.held = 0;
-        }
-        Ok(())
-    }
-
-    /// Waits for the spill under way, if any, and takes the index entries of the rows it
-    /// dropped as replaced.
-    fn spilled(&mut self) -> Result<(), StoreError> {
-        if let Some(spill) = self.spilling.take() {
-            let (items, index, superseded) = spill
-                .join()
-                .map_err(|_| unavailable("a bulk load's spill panicked"))??;
-            self.items.files.push(items);
-            self.index.files.push(index);
-            self.superseded.extend(superseded);
-        }
-        Ok(())
-    }
-
-    /// Writes the load, starting in `txn`, and returns the transaction it ends in, for the
-    /// caller to commit: the table's runs merged into the table while the index's runs are
-    /// merged into the index, then the index entries the load left behind removed (see
-    /// [`table_rows_on`]). With `commits`, each table's writer stops after its share of
-    /// bytes, and the transaction is committed without a sync and another begun (see
-    /// [`Commits`]); without, it is all one transaction.
-    pub(super) fn write_in(
-        mut self,
-        txn: WriteTransaction,
-        commits: Option<&Commits<'_>>,
-    ) -> Result<WriteTransaction, StoreError> {
-        self.spilled()?;
-        let LoadRuns {
-            dir,
-            items,
-            index,
-            superseded,
-            ..
-        } = self;
-        let share = commits.map_or(usize::MAX, |c| c.bytes);
-        // The table and the index are written side by side (redb lets two threads write two
-        // tables of one transaction), each fed by a merge on a thread of its own: writing
-        // pages took two thirds of a load's last step, merging the rest. So the index's
-        // writer cannot yet know which of its entries a row replaced within the load, or a
-        // stored row replaced by the load, leaves behind: the table's writer lists them,
-        // and they go once both are written.
-        let (txn, superseded, stale) = std::thread::scope(|scope| {
-            let (rows, table_merge) = table_rows_on(scope, items, superseded);
-            let (entries, index_merge) = merged_on(scope, move |send| {
-                for entry in index.merge(|_| Ok(()))? {
-                    if !send(IndexRecord(entry?)) {
-                        break;
-                    }
+/// Writes the load `held` (see [`LoadRuns::held`]), starting in `txn`, and returns the transaction it ends in, for the
+/// caller to commit: the table's runs merged into the table while the index's runs are
+/// merged into the index, then the index entries the load left behind removed (see
+/// [`table_rows_on`]). With `commits`, each table's writer stops after its share of
+/// bytes, and the transaction is committed without a sync and another begun (see
+/// [`Commits`]); without, it is all one transaction.
+pub(super) fn write_in(
+    held: Held,
+    txn: WriteTransaction,
+    commits: Option<&Commits<'_>>,
+) -> Result<WriteTransaction, StoreError> {
+    let Held {
+        dir,
+        items,
+        index,
+        superseded,
+    } = held;
+    let share = commits.map_or(usize::MAX, |c| c.bytes);
+    // The table and the index are written side by side (redb lets two threads write two
+    // tables of one transaction), each fed by a merge on a thread of its own: writing
+    // pages took two thirds of a load's last step, merging the rest. So the index's
+    // writer cannot yet know which of its entries a row replaced within the load, or a
+    // stored row replaced by the load, leaves behind: the table's writer lists them,
+    // and they go once both are written.
+    let (txn, superseded, stale) = std::thread::scope(|scope| {
+        let (rows, table_merge) = table_rows_on(scope, items, superseded);
+        let (entries, index_merge) = merged_on(scope, move |send| {
+            for entry in index.merge(|_| Ok(()))? {
+                if !send(IndexRecord(entry?)) {
+                    break;
                 }
-                Ok(())
-            });
-            let (mut rows, mut entries) = (rows.peekable(), entries.peekable());
-            let mut txn = txn;
-            let mut stale = Vec::new();
-            let written = loop {
-                let step = write_share(
-                    &txn,
-                    share_of(&mut rows, share),
-                    share_of(&mut entries, share),
-                    &mut stale,
-                );
-                if let Err(e) = step {
-                    break Err(e);
-                }
-                if rows.peek().is_none() && entries.peek().is_none() {
-                    break Ok(txn);
-                }
-                if let Some(commits) = commits {
-                    txn = match commits.next(txn) {
-                        Ok(next) => next,
-                        Err(e) => break Err(e),
-                    };
-                }
-            };
-            // The merges end once their receivers go (a writer that failed leaves records
-            // unread), and both are joined before either result is looked at; a merge's
-            // failure comes first: it ends the records early, which the writers cannot tell
-            // from their end.
-            drop((rows, entries));
-            let (table_merged, index_merged) =
-                (joined_merge(table_merge), joined_merge(index_merge));
-            let superseded = table_merged?;
-            index_merged?;
-            written.map(|txn| (txn, superseded, stale))
-        })?;
-        // In key order, so the removals walk the index once.
-        let left: std::collections::BTreeSet<IndexKey> =
-            superseded.into_iter().chain(stale).collect();
-        {
-            let mut gsi1 = txn.open_table(GSI1_INDEX).map_err(unavailable)?;
-            for (sk, g, pk) in &left {
-                gsi1.remove((sk.as_slice(), g.as_slice(), pk.as_slice()))
-                    .map_err(unavailable)?;
             }
+            Ok(())
+        });
+        let (mut rows, mut entries) = (rows.peekable(), entries.peekable());
+        let mut txn = txn;
+        let mut stale = Vec::new();
+        let written = loop {
+            let step = write_share(
+                &txn,
+                share_of(&mut rows, share),
+                share_of(&mut entries, share),
+                &mut stale,
+            );
+            if let Err(e) = step {
+                break Err(e);
+            }
+            if rows.peek().is_none() && entries.peek().is_none() {
+                break Ok(txn);
+            }
+            if let Some(commits) = commits {
+                txn = match commits.next(txn) {
+                    Ok(next) => next,
+                    Err(e) => break Err(e),
+                };
+            }
+        };
+        // The merges end once their receivers go (a writer that failed leaves records
+        // unread), and both are joined before either result is looked at; a merge's
+        // failure comes first: it ends the records early, which the writers cannot tell
+        // from their end.
+        drop((rows, entries));
+        let (table_merged, index_merged) = (joined_merge(table_merge), joined_merge(index_merge));
+        let superseded = table_merged?;
+        index_merged?;
+        written.map(|txn| (txn, superseded, stale))
+    })?;
+    // In key order, so the removals walk the index once.
+    let left: std::collections::BTreeSet<IndexKey> = superseded.into_iter().chain(stale).collect();
+    {
+        let mut gsi1 = txn.open_table(GSI1_INDEX).map_err(unavailable)?;
+        for (sk, g, pk) in &left {
+            gsi1.remove((sk.as_slice(), g.as_slice(), pk.as_slice()))
+                .map_err(unavailable)?;
         }
-        // The runs' files are no longer needed.
-        drop(dir);
-        Ok(txn)
     }
+    // The runs' files are no longer needed.
+    drop(dir);
+    Ok(txn)
 }
 
 /// How a load that does not fit the store's write buffer is committed: in transactions of
@@ -928,11 +483,11 @@ impl BulkLoad for EmbeddedLoad {
         while !self.preparing.is_empty() {
             self.add_oldest().await?;
         }
-        let mut runs = self.settled().await?;
+        let runs = self.settled().await?;
         let (db, file, bytes) = (Arc::clone(&self.db), self.file.clone(), self.commit_bytes);
         let write = tokio::task::spawn_blocking(move || {
             // The last spill ends before the first transaction starts, not inside it.
-            runs.spilled()?;
+            let held = runs.held()?;
             let txn = db.begin_write().map_err(unavailable)?;
             // What a failure returns to: the commits before it are in this process's
             // database, and a later commit with a sync, or closing the database, would put
@@ -946,7 +501,7 @@ impl BulkLoad for EmbeddedLoad {
             };
             // A panic is undone too: the commits would otherwise outlive it.
             let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                runs.write_in(txn, Some(&commits)).and_then(|mut txn| {
+                write_in(held, txn, Some(&commits)).and_then(|mut txn| {
                     txn.set_durability(Durability::Immediate)
                         .map_err(unavailable)?;
                     txn.commit().map_err(unavailable)
@@ -990,7 +545,6 @@ mod tests {
     use redb::{ReadableDatabase, ReadableTable};
 
     use super::*;
-    use crate::store::embedded::batch::tests::a_part;
     use crate::store::embedded::table::{decode, key_str, stored_row};
     use crate::store::embedded::tests::{item, s, store, with};
     use crate::store::embedded::EmbeddedStore;
@@ -1077,8 +631,7 @@ mod tests {
                 store.put_many(before.clone()).await.unwrap();
                 let mut load = EmbeddedLoad::new(Arc::clone(&store.db), &store.path, store.cache);
                 if let Some(runs) = load.runs.as_mut() {
-                    runs.run_bytes = run_bytes;
-                    runs.max_runs = max_runs;
+                    runs.spill_after(run_bytes, max_runs);
                 }
                 load.commit_bytes = commit_bytes;
                 for batch in &batches {
@@ -1104,165 +657,11 @@ mod tests {
                 // The runs' directory went with the load.
                 let leftovers = std::fs::read_dir(store.path.parent().unwrap())
                     .unwrap()
-                    .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().contains(SPILL_SUFFIX))
+                    .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().contains(crate::store::embedded::runs::SPILL_SUFFIX))
                     .count();
                 assert_eq!(leftovers, 0);
             });
         }
-    }
-
-    /// A two-part key.
-    type TwoParts = (Vec<u8>, Vec<u8>);
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(256))]
-
-        /// A merge hands over every key of its runs once, in key order, with the row of the
-        /// latest run that has it, and hands every other row of the key to `dropped`.
-        #[test]
-        fn a_merge_keeps_the_latest_row_of_each_key_in_key_order(
-            runs in prop::collection::vec(
-                prop::collection::btree_map((a_part(), a_part()), any::<u8>(), 0..20),
-                0..12,
-            ),
-        ) {
-            let sources = runs
-                .iter()
-                .map(|run| {
-                    let records: Vec<Record> =
-                        run.iter().map(|((a, b), v)| Record::new([a, b, b""], &[*v])).collect();
-                    Source::Memory(records.into_iter())
-                })
-                .collect();
-            let mut dropped = 0;
-            let merged: Vec<(TwoParts, Vec<u8>)> = Merge::new(sources, |_: &Record| {
-                dropped += 1;
-                Ok(())
-            })
-            .unwrap()
-            .map(|record| {
-                let record = record.unwrap();
-                ((record.part(0).to_vec(), record.part(1).to_vec()), record.row().to_vec())
-            })
-            .collect();
-            let mut model = BTreeMap::new();
-            for run in &runs {
-                for (key, v) in run {
-                    model.insert(key.clone(), vec![*v]);
-                }
-            }
-            let rows: usize = runs.iter().map(BTreeMap::len).sum();
-            prop_assert_eq!(dropped, rows - model.len());
-            prop_assert_eq!(merged, model.into_iter().collect::<Vec<_>>());
-        }
-    }
-
-    /// Runs spilled as they are read back from their file as they went in, each on its own,
-    /// across many refills of their buffers and past a record larger than a buffer; a file
-    /// cut short inside a run is an error, not its end.
-    #[test]
-    fn runs_spilled_as_they_are_read_back_whole() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("run");
-        let run = |start: u32, big: bool| -> Vec<Record> {
-            (0..2000u32)
-                .map(|i| {
-                    let key = format!("k{:06}", start + 3 * i);
-                    let row = if big && i == 1000 {
-                        vec![7; RUN_READ_BUFFER + 4096]
-                    } else {
-                        format!("row {}", start + 3 * i).into_bytes()
-                    };
-                    Record::new([key.as_bytes(), b"s", b""], &row)
-                })
-                .collect()
-        };
-        let runs = || vec![run(0, false), run(1, true), run(2, false)];
-        let spilled = Runs {
-            files: Vec::new(),
-            memory: runs(),
-        }
-        .write_file(&path, false, |_| Ok(()))
-        .unwrap();
-        assert_eq!(spilled.ends.len(), 3);
-        let rows = |runs: Runs| -> Vec<Vec<u8>> {
-            let merge = runs.merge(|_| Ok(())).unwrap();
-            merge.map(|r| r.unwrap().bytes.to_vec()).collect()
-        };
-        let want = rows(Runs {
-            files: Vec::new(),
-            memory: runs(),
-        });
-        assert_eq!(want.len(), 6000);
-        let read = Runs {
-            files: vec![spilled],
-            memory: Vec::new(),
-        };
-        assert_eq!(rows(read), want);
-
-        // The file cut inside its last run.
-        let len = std::fs::metadata(&path).unwrap().len();
-        let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
-        file.set_len(len - 100).unwrap();
-        let ends = [len / 3, 2 * len / 3, len];
-        let mut cut = Run {
-            file: Arc::new(File::open(&path).unwrap()),
-            at: ends[1],
-            end: ends[2],
-        };
-        let mut all = Vec::new();
-        let error = cut.read_to_end(&mut all).unwrap_err();
-        assert_eq!(error.kind(), std::io::ErrorKind::UnexpectedEof);
-    }
-
-    /// A merge whose run is cut short says so once, and then ends: it never goes on
-    /// without the rows it lost.
-    #[test]
-    fn a_merge_that_fails_ends() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("run");
-        let mut bytes = Vec::new();
-        for key in [b"a", b"c"] {
-            Record::new([key, b"s", b""], b"row")
-                .write(&mut bytes)
-                .unwrap();
-        }
-        bytes.truncate(bytes.len() - 2);
-        std::fs::write(&path, bytes).unwrap();
-        let others = vec![Record::new([b"b", b"s", b""], b"row")];
-        let len = std::fs::metadata(&path).unwrap().len();
-        let run = Run {
-            file: Arc::new(File::open(&path).unwrap()),
-            at: 0,
-            end: len,
-        };
-        let sources = vec![
-            Source::File(BufReader::new(run)),
-            Source::Memory(others.into_iter()),
-        ];
-        let merged: Vec<Result<Vec<u8>, StoreError>> = Merge::new(sources, |_: &Record| Ok(()))
-            .unwrap()
-            .map(|record| record.map(|r| r.part(0).to_vec()))
-            .collect();
-        // Taking "a" reads its run's next row, which is cut short: the merge fails there.
-        assert_eq!(merged.len(), 1, "{merged:?}");
-        assert!(merged[0].is_err(), "{merged:?}");
-
-        // A replaced row that cannot be dropped fails the merge too, which then ends, though
-        // its runs hold more.
-        let run = |keys: &[&[u8]]| {
-            let records: Vec<Record> = keys
-                .iter()
-                .map(|key| Record::new([key, b"s", b""], b"row"))
-                .collect();
-            Source::Memory(records.into_iter())
-        };
-        let sources = vec![run(&[b"a", b"b", b"d"]), run(&[b"b", b"c"])];
-        let refused = |_: &Record| Err(unavailable("refused"));
-        let mut merge = Merge::new(sources, refused).unwrap();
-        assert_eq!(merge.next().unwrap().unwrap().part(0), b"a");
-        assert!(merge.next().unwrap().is_err());
-        assert!(merge.next().is_none(), "ended");
     }
 
     /// A merge hands every record over in order, across many chunks; one that fails mid-way
@@ -1444,7 +843,7 @@ mod tests {
     /// Puts six batches of an item each into `load`, spilling after each, then finishes it:
     /// every call's result.
     async fn spilling_each_batch(mut load: EmbeddedLoad) -> Vec<Result<(), StoreError>> {
-        load.runs.as_mut().unwrap().run_bytes = 1;
+        load.runs.as_mut().unwrap().spill_after(1, usize::MAX);
         let mut results = Vec::new();
         for pk in ["a", "b", "c", "d", "e", "f"] {
             results.push(load.put(vec![item(pk, "s", None)]).await);
@@ -1455,11 +854,10 @@ mod tests {
 
     /// A load whose batch is refused, or whose run cannot be written (by the load, or by a
     /// spill's thread), fails whole: later calls say so rather than carry on without it, and
-    /// nothing is written; the directory of an unfinished load is removed when the store
-    /// next opens.
+    /// nothing is written, and the runs' directory goes with the load.
     #[tokio::test]
-    async fn a_failed_load_stays_failed_and_leftover_runs_are_removed() {
-        let (dir, store) = store().await;
+    async fn a_failed_load_stays_failed_and_its_runs_go() {
+        let (_dir, store) = store().await;
         // An item without SK is refused as a write would refuse it.
         let mut keyless = item("b", "s", None);
         keyless.remove("SK");
@@ -1480,7 +878,7 @@ mod tests {
         // A run that cannot be written (a file where its directory goes) fails the task that
         // writes it, and the load with it.
         let load = EmbeddedLoad::new(Arc::clone(&store.db), &store.path, store.cache);
-        let blocked = load.runs.as_ref().unwrap().dir.0.clone();
+        let blocked = load.runs.as_ref().unwrap().dir().to_owned();
         std::fs::write(&blocked, b"in the way").unwrap();
         let results = spilling_each_batch(load).await;
         fails_then_failed_earlier(
@@ -1492,10 +890,11 @@ mod tests {
         assert!(table.is_empty());
 
         // A run file that cannot be written fails the spill's thread, which fails the load
-        // when it is next waited for: at the next spill, or at `finish`. Here the second
+        // when it is next looked at: at the next batch once it ended, at the next spill, or
+        // at `finish`. Here the second
         // spill's index run is blocked (a directory where it goes), so the first lands.
         let load = EmbeddedLoad::new(Arc::clone(&store.db), &store.path, store.cache);
-        let runs = load.runs.as_ref().unwrap().dir.0.clone();
+        let runs = load.runs.as_ref().unwrap().dir().to_owned();
         std::fs::create_dir_all(runs.join("index-1")).unwrap();
         let results = spilling_each_batch(load).await;
         fails_then_failed_earlier(
@@ -1505,13 +904,5 @@ mod tests {
         let (table, _) = contents(&store);
         assert!(table.is_empty());
         assert!(!runs.exists(), "the runs go with the load");
-
-        let stale = SpillDir::beside(&store.path);
-        std::fs::create_dir_all(stale.0.join("x")).unwrap();
-        let path = stale.0.clone();
-        std::mem::forget(stale);
-        drop(store);
-        let _reopened = EmbeddedStore::open(&dir.path().join("data"), "gridgate").unwrap();
-        assert!(!path.exists());
     }
 }

@@ -22,9 +22,10 @@
 //!
 //! The submodules split the work by concern: `validate` checks requests as DynamoDB would,
 //! `write` applies puts, deletes and transactions, `query` plans and pages reads, `equality`
-//! compares attribute values as conditions do, `table` owns the redb tables themselves, and
+//! compares attribute values as conditions do, `table` owns the redb tables themselves,
 //! `compact` shrinks the file and measures what it holds, `batch` prepares a bulk load's
-//! batches, and `bulk` writes bulk loads.
+//! batches, `runs` holds them as sorted runs (spilled and merged), and `bulk` writes bulk
+//! loads.
 
 mod batch;
 mod behind;
@@ -32,6 +33,7 @@ mod bulk;
 pub mod compact;
 mod equality;
 mod query;
+mod runs;
 mod table;
 mod validate;
 mod write;
@@ -143,7 +145,7 @@ impl EmbeddedStore {
             .set_cache_size(cache_bytes(cache_mb))
             .create_with_backend(behind::Behind::new(backend).map_err(|e| cannot(&e))?)
             .map_err(|e| cannot(&e))?;
-        bulk::remove_leftover_runs(&path);
+        runs::remove_leftover_runs(&path);
         if upgrade(&db, &path)? {
             tracing::info!(path = %path.display(), "upgraded the file to the current tables");
         }

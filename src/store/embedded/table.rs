@@ -5,7 +5,8 @@
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableError};
 
 use super::batch::prepare;
-use super::bulk::LoadRuns;
+use super::bulk::write_in;
+use super::runs::LoadRuns;
 use crate::store::row::{self, RowRef};
 use crate::store::{ddbjson, Item, StoreError};
 
@@ -118,7 +119,7 @@ pub(super) fn upgrade(db: &Database, file: &std::path::Path) -> Result<bool, Sto
     } else {
         legacy_rows(&txn, legacy::ITEMS, &mut runs)?;
     }
-    let txn = runs.write_in(txn, None)?;
+    let txn = write_in(runs.held()?, txn, None)?;
     txn.delete_table(legacy::ITEMS_V2).map_err(unavailable)?;
     txn.delete_table(legacy::ITEMS).map_err(unavailable)?;
     txn.delete_table(legacy::GSI1_V2).map_err(unavailable)?;
