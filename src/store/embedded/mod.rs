@@ -140,10 +140,13 @@ impl EmbeddedStore {
             .truncate(false)
             .open(&path)
             .map_err(|e| cannot(&e))?;
+        let writeback = file.try_clone().map_err(|e| cannot(&e))?;
         let backend = FileBackend::new(file).map_err(|e| cannot(&e))?;
         let db = Database::builder()
             .set_cache_size(cache_bytes(cache_mb))
-            .create_with_backend(behind::Behind::new(backend).map_err(|e| cannot(&e))?)
+            .create_with_backend(
+                behind::Behind::new(backend, Some(writeback)).map_err(|e| cannot(&e))?,
+            )
             .map_err(|e| cannot(&e))?;
         runs::remove_leftover_runs(&path);
         if upgrade(&db, &path)? {
