@@ -1,7 +1,7 @@
 //! A bulk load's batches ([`prepare`], [`prepare_written`]): items, as attribute maps or as
 //! a caller's code writes them, checked as a write would check them and laid out as the
 //! records of both tables (a [`Record`]: its key's parts and its row), then sorted by key
-//! with the last of each key kept. What `bulk` makes its runs of.
+//! with the last of each key kept. What `runs` holds as its runs.
 //!
 //! Why the sort orders positions by an abbreviated key (see [`key_order`]): records lie all
 //! over the heap, and a comparison that reads two of them mostly waits for memory.

@@ -208,13 +208,6 @@ impl Shared {
                 .iter()
                 .try_for_each(|(w, data)| self.file.write(w.offset, data));
             unsent += batch.iter().map(|(w, _)| w.len).sum::<usize>();
-            if unsent >= WRITEBACK_BYTES {
-                if let Some(file) = &self.writeback {
-                    start_writeback(file);
-                    self.writebacks.fetch_add(1, Ordering::Relaxed);
-                }
-                unsent = 0;
-            }
             state = self.lock();
             match written {
                 Ok(()) => {
@@ -233,6 +226,22 @@ impl Shared {
                 Err(e) => state.failed = Some((e.kind(), e.to_string())),
             }
             self.progress.notify_all();
+            // Once the batch is off the queue, and without the lock: the call may wait for
+            // the disk's queue, and writers waiting for room, or syncs, need not wait for it.
+            if unsent >= WRITEBACK_BYTES {
+                unsent = 0;
+                if let Some(file) = &self.writeback {
+                    drop(state);
+                    match start_writeback(file) {
+                        Ok(()) => {
+                            self.writebacks.fetch_add(1, Ordering::Relaxed);
+                        }
+                        // A hint: the kernel writes the pages back on its own, as it would.
+                        Err(e) => tracing::debug!(error = %e, "could not start the writeback"),
+                    }
+                    state = self.lock();
+                }
+            }
         }
     }
 }
@@ -248,18 +257,27 @@ impl Shared {
 /// them are deleted before the kernel would have written them, and the load was slower.
 const WRITEBACK_BYTES: usize = 8 * 1024 * 1024;
 
+/// Starts writing `file`'s dirty pages to the disk, without waiting for them (Linux only:
+/// elsewhere the store hands the thread no file to do it through).
 #[cfg(target_os = "linux")]
-fn start_writeback(file: &std::fs::File) {
+fn start_writeback(file: &std::fs::File) -> io::Result<()> {
     use std::os::fd::AsRawFd;
-    // SAFETY: the descriptor is the open file's own; the call only starts the writeback of
-    // its dirty pages. It is a hint: a failure leaves them to the kernel, as before.
-    unsafe {
-        libc::sync_file_range(file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE);
+    // SAFETY: no pointer is passed, and the descriptor is that of a `File` the caller
+    // borrows, so it stays open for the call; the call only starts the writeback of the
+    // file's dirty pages (the range 0..0 is the whole file).
+    let started =
+        unsafe { libc::sync_file_range(file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE) };
+    if started == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
     }
 }
 
 #[cfg(not(target_os = "linux"))]
-fn start_writeback(_: &std::fs::File) {}
+fn start_writeback(_: &std::fs::File) -> io::Result<()> {
+    Err(io::ErrorKind::Unsupported.into())
+}
 
 impl StorageBackend for Behind {
     fn len(&self) -> io::Result<u64> {
@@ -633,8 +651,11 @@ mod tests {
     }
 
     /// Over a file, the thread starts the file's writeback each time it has written about
-    /// [`WRITEBACK_BYTES`] (past it by at most a turn's batch), and the file holds what was
+    /// [`WRITEBACK_BYTES`] (past it by at most a turn's batch, [`BATCH_BYTES`] here, as the
+    /// writes are of a size that divides it; a write larger than the rest of a batch goes
+    /// past it by more), counting only starts the kernel took, and the file holds what was
     /// written.
+    #[cfg(target_os = "linux")]
     #[test]
     fn the_thread_starts_the_files_writeback_as_it_writes() {
         let dir = tempfile::tempdir().unwrap();

@@ -2,9 +2,10 @@
 //! what `seed --synthetic` writes through): batches are prepared ([`super::batch`]: checked,
 //! laid out as records and sorted) on the blocking pool as they come, several at once, and
 //! kept as sorted runs ([`super::runs`]: spilled to files beside the database past half a
-//! gigabyte, by a thread of their own while the load goes on); `finish` writes the whole load, merging the runs into the table and into the index side
-//! by side, each in key order, each once, in transactions that fit the store's write buffer
-//! ([`Commits`]): committed without a sync but the last, and undone should the load fail.
+//! gigabyte, by a thread of their own while the load goes on); `finish` writes the whole
+//! load, merging the runs into the table and into the index side by side, each in key order,
+//! each once, in transactions that fit the store's write buffer ([`Commits`]): committed
+//! without a sync but the last, and undone should the load fail.
 //!
 //! Why not a transaction per batch: a batch's index entries (a cell's value, an issue's name)
 //! are spread over the whole index, so every batch rewrote most of the index's pages, and the
@@ -96,10 +97,10 @@ pub(super) struct EmbeddedLoad {
 /// writes out as the next transaction goes.
 const COMMIT_SHARE_OF_CACHE: usize = 8;
 
-/// Writes the load `held` (see [`LoadRuns::held`]), starting in `txn`, and returns the transaction it ends in, for the
-/// caller to commit: the table's runs merged into the table while the index's runs are
-/// merged into the index, then the index entries the load left behind removed (see
-/// [`table_rows_on`]). With `commits`, each table's writer stops after its share of
+/// Writes the load `held` (see [`LoadRuns::held`]), starting in `txn`, and returns the
+/// transaction it ends in, for the caller to commit: the table's runs merged into the table
+/// while the index's runs are merged into the index, then the index entries the load left
+/// behind removed (see [`table_rows_on`]). With `commits`, each table's writer stops after its share of
 /// bytes, and the transaction is committed without a sync and another begun (see
 /// [`Commits`]); without, it is all one transaction.
 pub(super) fn write_in(
@@ -112,6 +113,7 @@ pub(super) fn write_in(
         items,
         index,
         superseded,
+        ..
     } = held;
     let share = commits.map_or(usize::MAX, |c| c.bytes);
     // The table and the index are written side by side (redb lets two threads write two

@@ -23,9 +23,9 @@
 //! The submodules split the work by concern: `validate` checks requests as DynamoDB would,
 //! `write` applies puts, deletes and transactions, `query` plans and pages reads, `equality`
 //! compares attribute values as conditions do, `table` owns the redb tables themselves,
-//! `compact` shrinks the file and measures what it holds, `batch` prepares a bulk load's
-//! batches, `runs` holds them as sorted runs (spilled and merged), and `bulk` writes bulk
-//! loads.
+//! `behind` is the file under them (written behind redb's locks), `compact` shrinks the file
+//! and measures what it holds, `batch` prepares a bulk load's batches, `runs` holds them as
+//! sorted runs (spilled and merged), and `bulk` writes bulk loads.
 
 mod batch;
 mod behind;
@@ -140,13 +140,17 @@ impl EmbeddedStore {
             .truncate(false)
             .open(&path)
             .map_err(|e| cannot(&e))?;
-        let writeback = file.try_clone().map_err(|e| cannot(&e))?;
+        // A second handle on the file, for the write thread to start its writeback through
+        // (see `behind::WRITEBACK_BYTES`; Linux only).
+        let writeback = if cfg!(target_os = "linux") {
+            Some(file.try_clone().map_err(|e| cannot(&e))?)
+        } else {
+            None
+        };
         let backend = FileBackend::new(file).map_err(|e| cannot(&e))?;
         let db = Database::builder()
             .set_cache_size(cache_bytes(cache_mb))
-            .create_with_backend(
-                behind::Behind::new(backend, Some(writeback)).map_err(|e| cannot(&e))?,
-            )
+            .create_with_backend(behind::Behind::new(backend, writeback).map_err(|e| cannot(&e))?)
             .map_err(|e| cannot(&e))?;
         runs::remove_leftover_runs(&path);
         if upgrade(&db, &path)? {

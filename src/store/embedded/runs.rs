@@ -385,10 +385,10 @@ impl LoadRuns {
         }
     }
 
-    /// Adds a batch (see [`super::batch::prepare`]) as a run of each table. Once the runs in memory hold
-    /// [`RUN_BYTES`], they are written to a file each, run after run (merged into one run
-    /// once a table has [`MAX_RUNS`]; see [`Runs::write_file`]), on a thread of their own
-    /// while the load goes on (the spill before must have ended first).
+    /// Adds a batch (see [`super::batch::prepare`]) as a run of each table. Once the runs in
+    /// memory hold [`RUN_BYTES`], they are written to a file each, run after run (merged into
+    /// one run once a table has more than [`MAX_RUNS`]; see [`Runs::write_file`]), on a thread
+    /// of their own while the load goes on (the spill before must have ended first).
     ///
     /// Why on a thread of its own: a spill merged and wrote half a gigabyte, about 2.5 s,
     /// and the load used to wait for it, with a core idle, five times in a load of
@@ -473,6 +473,7 @@ impl LoadRuns {
             items,
             index,
             superseded,
+            _spilled: (),
         })
     }
 }
@@ -485,6 +486,8 @@ pub(super) struct Held {
     pub(super) items: Runs,
     pub(super) index: Runs,
     pub(super) superseded: HashSet<IndexKey>,
+    /// Private, so that only [`LoadRuns::held`], which waits for the last spill, makes one.
+    _spilled: (),
 }
 
 #[cfg(test)]
