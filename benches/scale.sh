@@ -5,8 +5,8 @@
 #   - the file's size on disk (allocated blocks) and apparent size, per issue;
 #   - the server's RSS at start, after paging the whole project in NUM, NAME and a custom-field
 #     order (an INT field that 85 % of issues have), and its peak (VmHWM);
-#   - for each order: the first, middle and last page's time (median of 5) and DynamoDB calls
-#     and read units (extensions.cost);
+#   - for each order: the first, middle and last page's time (median of 15 interleaved
+#     rounds) and DynamoDB calls and read units (extensions.cost);
 #   - the file against the items and index rows it holds (`gridgate compact`'s report: its
 #     "file before" line is the file as the load, or the edits, left it), after the load and
 #     after EDITS (100,000; 0 skips them) random cell edits through the API;

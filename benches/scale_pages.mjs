@@ -1,6 +1,8 @@
 // Pages a whole project through gridgate's GraphQL endpoint in one order, 100 issues a page,
 // as a grid does, and reports each page's cost; then times the first, middle and last page
-// again (median of REPEATS reads each). Used by benches/scale.sh.
+// again: a round reads each of the three once, a first round is not counted, and each page's
+// time is its median over ROUNDS rounds, so that the machine's drift between reads (a
+// millisecond on a page of 3 ms) falls on the three alike. Used by benches/scale.sh.
 //
 //   node benches/scale_pages.mjs <graphql url> <project id> <IssueOrder JSON>
 //
@@ -8,7 +10,7 @@
 // three { ms, calls, rcu }.
 const [url, project, orderText] = process.argv.slice(2);
 const orderBy = JSON.parse(orderText);
-const REPEATS = 5;
+const ROUNDS = 15;
 const QUERY = `query Page($p: ID!, $after: String, $o: IssueOrder) {
   project(id: $p) { issues(first: 100, after: $after, orderBy: $o) {
     edges { cursor node { id num name state version fieldValues { value fieldId } } }
@@ -40,19 +42,29 @@ for (;;) {
 }
 const seconds = (Date.now() - started) / 1000;
 
-async function timed(after) {
-  const samples = [];
-  for (let i = 0; i < REPEATS; i++) samples.push(await page(after));
-  samples.sort((a, b) => a.ms - b.ms);
-  const median = samples[Math.floor(samples.length / 2)];
-  return { ms: Number(median.ms.toFixed(2)), calls: median.calls, rcu: median.rcu };
+const timedCursors = {
+  first: cursors[0],
+  middle: cursors[Math.floor(cursors.length / 2)],
+  last: cursors[cursors.length - 1],
+};
+const samples = { first: [], middle: [], last: [] };
+for (let round = 0; round <= ROUNDS; round++) {
+  for (const [which, after] of Object.entries(timedCursors)) {
+    const sample = await page(after);
+    if (round > 0) samples[which].push(sample);
+  }
+}
+function median(taken) {
+  taken.sort((a, b) => a.ms - b.ms);
+  const middle = taken[Math.floor(taken.length / 2)];
+  return { ms: Number(middle.ms.toFixed(2)), calls: middle.calls, rcu: middle.rcu };
 }
 const result = {
   pages: cursors.length,
   rows,
   seconds,
-  first: await timed(cursors[0]),
-  middle: await timed(cursors[Math.floor(cursors.length / 2)]),
-  last: await timed(cursors[cursors.length - 1]),
+  first: median(samples.first),
+  middle: median(samples.middle),
+  last: median(samples.last),
 };
 console.log(JSON.stringify(result));
