@@ -228,7 +228,7 @@ impl Shared {
             self.progress.notify_all();
             // Once the batch is off the queue, and without the lock: the call may wait for
             // the disk's queue, and writers waiting for room, or syncs, need not wait for it.
-            if unsent >= WRITEBACK_BYTES {
+            if unsent >= WRITEBACK_BYTES && state.failed.is_none() {
                 unsent = 0;
                 if let Some(file) = &self.writeback {
                     drop(state);
@@ -252,7 +252,7 @@ impl Shared {
 /// Why: the kernel starts on its own only past a tenth of memory (or after 30 s), so a bulk
 /// load's writes piled up in the page cache, and each of redb's syncs (as it grows the file,
 /// and at the last commit) stopped the load for seconds while the disk wrote them all, idle
-/// in between: at 1,000,000 issues about 15 s of a 55 s load were such stalls. Spill files
+/// in between: at 1,000,000 issues about 15 s of a 58 s load were such stalls. Spill files
 /// are left to the kernel: started the same way, they went to the disk whole, where half of
 /// them are deleted before the kernel would have written them, and the load was slower.
 const WRITEBACK_BYTES: usize = 8 * 1024 * 1024;

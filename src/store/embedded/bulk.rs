@@ -100,8 +100,8 @@ const COMMIT_SHARE_OF_CACHE: usize = 8;
 /// Writes the load `held` (see [`LoadRuns::held`]), starting in `txn`, and returns the
 /// transaction it ends in, for the caller to commit: the table's runs merged into the table
 /// while the index's runs are merged into the index, then the index entries the load left
-/// behind removed (see [`table_rows_on`]). With `commits`, each table's writer stops after its share of
-/// bytes, and the transaction is committed without a sync and another begun (see
+/// behind removed (see [`table_rows_on`]). With `commits`, each table's writer stops after its
+/// share of bytes, and the transaction is committed without a sync and another begun (see
 /// [`Commits`]); without, it is all one transaction.
 pub(super) fn write_in(
     held: Held,
