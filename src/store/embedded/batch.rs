@@ -1,10 +1,11 @@
 //! A bulk load's batches ([`prepare`], [`prepare_written`]): items, as attribute maps or as
 //! a caller's code writes them, checked as a write would check them and laid out as the
-//! records of both tables (a [`Record`]: its key's parts and its row), then sorted by key
-//! with the last of each key kept. What `runs` holds as its runs.
+//! records of both tables ([`Records`]: each record its key's parts and its row, end to end
+//! in large blocks), then sorted by key with the last of each key kept. What `runs` holds as
+//! its runs; a [`Record`] is one of them where it lies, and the unit of a run file.
 //!
-//! Why the sort orders positions by an abbreviated key (see [`key_order`]): records lie all
-//! over the heap, and a comparison that reads two of them mostly waits for memory.
+//! Why the sort orders positions by an abbreviated key (see [`key_order`]): a comparison that
+//! reads two records mostly waits for memory.
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -17,43 +18,33 @@ use crate::store::row::RowWriter;
 use crate::store::table::{GSI1SK, PK, SK};
 use crate::store::{AttributeValue, Item, ItemWriter, Key, StoreError, WriteItems};
 
-/// One row of a run: its key's parts (two for the table, three for the index) and its row,
-/// in one allocation.
-#[derive(Debug, PartialEq, Eq)]
-pub(super) struct Record {
-    pub(super) bytes: Box<[u8]>,
+/// One row of a run, where it lies: its key's parts (two for the table, three for the index)
+/// and its row, end to end, in a buffer of [`Records`] or in a run file's read buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Record<'a> {
+    bytes: &'a [u8],
     /// Where the key's parts end in `bytes`; the row follows the last.
-    pub(super) ends: [u32; 3],
+    ends: [u32; 3],
 }
 
-impl Record {
-    pub(super) fn new(parts: [&[u8]; 3], row: &[u8]) -> Record {
-        let mut bytes =
-            Vec::with_capacity(parts.iter().map(|p| p.len()).sum::<usize>() + row.len());
-        let mut ends = [0; 3];
-        for (end, part) in ends.iter_mut().zip(parts) {
-            bytes.extend_from_slice(part);
-            *end = bytes.len() as u32;
-        }
-        bytes.extend_from_slice(row);
-        Record {
-            bytes: bytes.into_boxed_slice(),
-            ends,
-        }
-    }
-
-    pub(super) fn part(&self, i: usize) -> &[u8] {
+impl<'a> Record<'a> {
+    pub(super) fn part(&self, i: usize) -> &'a [u8] {
         let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
         &self.bytes[start..self.ends[i] as usize]
     }
 
     /// The key's parts, in the order redb compares a tuple key's elements.
-    pub(super) fn key(&self) -> (&[u8], &[u8], &[u8]) {
+    pub(super) fn key(&self) -> (&'a [u8], &'a [u8], &'a [u8]) {
         (self.part(0), self.part(1), self.part(2))
     }
 
-    pub(super) fn row(&self) -> &[u8] {
+    pub(super) fn row(&self) -> &'a [u8] {
         &self.bytes[self.ends[2] as usize..]
+    }
+
+    /// The bytes of its key and row.
+    pub(super) fn len(&self) -> usize {
+        self.bytes.len()
     }
 
     /// The bytes [`Record::write`] writes.
@@ -62,20 +53,145 @@ impl Record {
     }
 
     pub(super) fn write(&self, out: &mut impl Write) -> std::io::Result<()> {
-        for end in self.ends {
-            out.write_all(&end.to_le_bytes())?;
+        let mut header = [0u8; 16];
+        for (word, value) in header
+            .chunks_exact_mut(4)
+            .zip(self.ends.into_iter().chain([self.bytes.len() as u32]))
+        {
+            word.copy_from_slice(&value.to_le_bytes());
         }
-        out.write_all(&(self.bytes.len() as u32).to_le_bytes())?;
-        out.write_all(&self.bytes)
+        out.write_all(&header)?;
+        out.write_all(self.bytes)
+    }
+}
+
+/// Where a record lies in its [`Records`]' blocks, and where its key's parts end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Span {
+    block: u32,
+    start: u32,
+    len: u32,
+    ends: [u32; 3],
+}
+
+/// Records laid end to end in a few large blocks, in an order of their own: a batch's as
+/// they are made, then sorted (only their spans move), one run's in memory, a chunk of a
+/// merge's.
+///
+/// Why blocks: a record each in an allocation of its own cost a load of 1,000,000 issues a
+/// seventh of its time in the allocator (most of it freeing, on the spill's thread, what the
+/// batches' threads had allocated), and left a batch's records all over the heap, where the
+/// sort read them. Blocks of a fixed size, rather than one buffer, so that a batch of unknown
+/// size is never copied as it grows.
+#[derive(Debug, Default)]
+pub(super) struct Records {
+    blocks: Vec<Vec<u8>>,
+    spans: Vec<Span>,
+}
+
+/// The bytes of a block (a record longer than this gets a block of its own size).
+const BLOCK_BYTES: usize = 256 * 1024;
+
+impl Records {
+    /// Records with room for `records` of `bytes` in all before they grow.
+    pub(super) fn with_capacity(records: usize, bytes: usize) -> Records {
+        Records {
+            blocks: vec![Vec::with_capacity(bytes.min(BLOCK_BYTES))],
+            spans: Vec::with_capacity(records),
+        }
     }
 
-    /// The next record of a run file, `None` at its end.
-    pub(super) fn read(input: &mut impl Read) -> std::io::Result<Option<Record>> {
+    /// The block a record of `len` bytes goes to the end of.
+    fn room(&mut self, len: usize) -> (u32, &mut Vec<u8>) {
+        let fits = self
+            .blocks
+            .last()
+            .is_some_and(|b| b.capacity() - b.len() >= len);
+        if !fits {
+            self.blocks.push(Vec::with_capacity(len.max(BLOCK_BYTES)));
+        }
+        let n = self.blocks.len() - 1;
+        // A load never holds 2^32 blocks of a run (a run is a batch, at most gigabytes).
+        (n as u32, &mut self.blocks[n])
+    }
+
+    /// Adds a record of these key parts and row, and returns its bytes.
+    pub(super) fn push(&mut self, parts: [&[u8]; 3], row: &[u8]) -> usize {
+        let len = parts.iter().map(|p| p.len()).sum::<usize>() + row.len();
+        let (block, bytes) = self.room(len);
+        let start = bytes.len();
+        let mut ends = [0; 3];
+        for (end, part) in ends.iter_mut().zip(parts) {
+            bytes.extend_from_slice(part);
+            *end = (bytes.len() - start) as u32;
+        }
+        bytes.extend_from_slice(row);
+        self.spans.push(Span {
+            block,
+            start: start as u32,
+            len: len as u32,
+            ends,
+        });
+        len
+    }
+
+    /// Adds a copy of `record`.
+    pub(super) fn push_record(&mut self, record: Record<'_>) {
+        let (block, bytes) = self.room(record.bytes.len());
+        let start = bytes.len();
+        bytes.extend_from_slice(record.bytes);
+        self.spans.push(Span {
+            block,
+            start: start as u32,
+            len: record.bytes.len() as u32,
+            ends: record.ends,
+        });
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    pub(super) fn get(&self, i: usize) -> Record<'_> {
+        let span = self.spans[i];
+        let start = span.start as usize;
+        Record {
+            bytes: &self.blocks[span.block as usize][start..start + span.len as usize],
+            ends: span.ends,
+        }
+    }
+
+    pub(super) fn iter(&self) -> impl Iterator<Item = Record<'_>> {
+        (0..self.len()).map(|i| self.get(i))
+    }
+}
+
+/// A record read from a run file into a buffer of its own, which the next read reuses.
+#[derive(Debug, Default)]
+pub(super) struct ReadRecord {
+    bytes: Vec<u8>,
+    ends: [u32; 3],
+}
+
+impl ReadRecord {
+    pub(super) fn record(&self) -> Record<'_> {
+        Record {
+            bytes: &self.bytes,
+            ends: self.ends,
+        }
+    }
+
+    /// Reads the next record of a run file over this one; `false` at the run's end.
+    pub(super) fn read(&mut self, input: &mut impl Read) -> std::io::Result<bool> {
         let mut header = [0u8; 16];
         // The end of the run only between records: a record cut short is an error.
         match input.read_exact(&mut header[..1]) {
             Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(false),
             Err(e) => return Err(e),
         }
         input.read_exact(&mut header[1..])?;
@@ -87,40 +203,36 @@ impl Record {
         if word(12) > MAX_RECORD {
             return Err(std::io::Error::other("a run record longer than any row"));
         }
-        let mut bytes = vec![0; word(12) as usize];
-        input.read_exact(&mut bytes)?;
-        if ends[0] > ends[1] || ends[1] > ends[2] || ends[2] as usize > bytes.len() {
+        self.bytes.resize(word(12) as usize, 0);
+        input.read_exact(&mut self.bytes)?;
+        if ends[0] > ends[1] || ends[1] > ends[2] || ends[2] as usize > self.bytes.len() {
             return Err(std::io::Error::other(
                 "a run record's key is past its bytes",
             ));
         }
-        Ok(Some(Record {
-            bytes: bytes.into_boxed_slice(),
-            ends,
-        }))
+        self.ends = ends;
+        Ok(true)
     }
 }
 
 /// Sorts a batch's records by key, the last of each key kept (as written in order); the
 /// others are handed to `dropped`.
 pub(super) fn sorted(
-    batch: Vec<Record>,
-    mut dropped: impl FnMut(&Record) -> Dropped,
-) -> Result<Vec<Record>, StoreError> {
+    mut batch: Records,
+    mut dropped: impl FnMut(Record<'_>) -> Dropped,
+) -> Result<Records, StoreError> {
     let order = key_order(&batch);
-    let mut slots: Vec<Option<Record>> = batch.into_iter().map(Some).collect();
-    let mut kept: Vec<Record> = Vec::with_capacity(slots.len());
+    let mut kept = Vec::with_capacity(order.len());
     for (i, repeated) in order {
-        let Some(record) = slots[i].take() else {
-            continue;
-        };
         if repeated {
-            dropped(&record)?;
+            dropped(batch.get(i))?;
         } else {
-            kept.push(record);
+            kept.push(batch.spans[i]);
         }
     }
-    Ok(kept)
+    // The dropped records' bytes stay in the buffer, unread, until the run goes.
+    batch.spans = kept;
+    Ok(batch)
 }
 
 /// The batch's positions in key order, the later of two equal keys first, each with whether
@@ -135,7 +247,7 @@ pub(super) fn sorted(
 /// field's). Abbreviations that differ order their keys as the keys do; a run of equal ones
 /// is sorted by a second abbreviation of the next 16 bytes, which reads each of its records
 /// once, and only where both are equal are records compared.
-fn key_order(batch: &[Record]) -> Vec<(usize, bool)> {
+fn key_order(batch: &Records) -> Vec<(usize, bool)> {
     // The batch's first parts, numbered as they are met: `firsts[g]` is the first record of
     // group `g`. Neighbours often share one (an issue's rows), which skips the map.
     let mut numbers: HashMap<&[u8], usize> = HashMap::new();
@@ -144,7 +256,7 @@ fn key_order(batch: &[Record]) -> Vec<(usize, bool)> {
     for (i, record) in batch.iter().enumerate() {
         let part = record.part(0);
         let group = match groups.last() {
-            Some(&g) if batch[firsts[g]].part(0) == part => g,
+            Some(&g) if batch.get(firsts[g]).part(0) == part => g,
             _ => *numbers.entry(part).or_insert_with(|| {
                 firsts.push(i);
                 firsts.len() - 1
@@ -154,7 +266,12 @@ fn key_order(batch: &[Record]) -> Vec<(usize, bool)> {
     }
     drop(numbers);
     let mut by_key: Vec<usize> = (0..firsts.len()).collect();
-    by_key.sort_unstable_by(|&a, &b| batch[firsts[a]].part(0).cmp(batch[firsts[b]].part(0)));
+    by_key.sort_unstable_by(|&a, &b| {
+        batch
+            .get(firsts[a])
+            .part(0)
+            .cmp(batch.get(firsts[b]).part(0))
+    });
     // A rank takes the abbreviation's top 32 bits; a batch is never near 2^32 records.
     debug_assert!(firsts.len() <= u32::MAX as usize);
     let mut ranks = vec![0u128; firsts.len()];
@@ -162,9 +279,9 @@ fn key_order(batch: &[Record]) -> Vec<(usize, bool)> {
         ranks[group] = rank as u128;
     }
     // The length of the second part's prefix shared by every record of a group.
-    let mut shared: Vec<usize> = firsts.iter().map(|&i| batch[i].part(1).len()).collect();
+    let mut shared: Vec<usize> = firsts.iter().map(|&i| batch.get(i).part(1).len()).collect();
     for (record, &g) in batch.iter().zip(&groups) {
-        let first = batch[firsts[g]].part(1);
+        let first = batch.get(firsts[g]).part(1);
         let common = first
             .iter()
             .zip(record.part(1))
@@ -187,7 +304,7 @@ fn key_order(batch: &[Record]) -> Vec<(usize, bool)> {
         .collect();
     // Equal abbreviations have equal first parts and equal shared prefixes: the rest decides.
     let rest = |i: usize| {
-        let record = &batch[i];
+        let record = batch.get(i);
         (&record.part(1)[shared[groups[i]]..], record.part(2))
     };
     keyed.sort_unstable_by_key(|&(a, _)| a);
@@ -244,8 +361,8 @@ pub(super) type IndexKey = (Vec<u8>, Vec<u8>, Vec<u8>);
 /// the last of a key kept, the index entries of the rows dropped as replaced, and the
 /// records' bytes.
 pub(super) struct Sorted {
-    pub(super) rows: Vec<Record>,
-    pub(super) entries: Vec<Record>,
+    pub(super) rows: Records,
+    pub(super) entries: Records,
     pub(super) superseded: Vec<IndexKey>,
     pub(super) bytes: usize,
 }
@@ -285,16 +402,19 @@ pub(super) fn prepare_written(write: WriteItems) -> Result<Sorted, StoreError> {
 
 /// A batch's records as they come, before [`Batch::sorted`].
 struct Batch {
-    rows: Vec<Record>,
-    entries: Vec<Record>,
+    rows: Records,
+    entries: Records,
     bytes: usize,
 }
+
+/// The bytes a batch's records take to begin with, per item.
+const ITEM_BYTES: usize = 256;
 
 impl Batch {
     fn with_capacity(items: usize) -> Batch {
         Batch {
-            rows: Vec::with_capacity(items),
-            entries: Vec::with_capacity(items),
+            rows: Records::with_capacity(items, items * ITEM_BYTES),
+            entries: Records::with_capacity(items, items * ITEM_BYTES),
             bytes: 0,
         }
     }
@@ -302,16 +422,12 @@ impl Batch {
     /// Adds a checked item's table row, and its index entry when it has a `GSI1SK` (the
     /// row's first `index_end` bytes).
     fn add(&mut self, pk: &str, sk: &str, gsi1sk: Option<&str>, row: &[u8], index_end: usize) {
-        let record = Record::new([pk.as_bytes(), sk.as_bytes(), b""], row);
-        self.bytes += record.bytes.len();
-        self.rows.push(record);
+        self.bytes += self.rows.push([pk.as_bytes(), sk.as_bytes(), b""], row);
         if let Some(g) = gsi1sk {
-            let record = Record::new(
+            self.bytes += self.entries.push(
                 [sk.as_bytes(), g.as_bytes(), pk.as_bytes()],
                 &row[..index_end],
             );
-            self.bytes += record.bytes.len();
-            self.entries.push(record);
         }
     }
 
@@ -386,7 +502,7 @@ impl ItemWriter for Written {
 }
 
 /// Notes the index entry of a table row replaced within the load.
-pub(super) fn supersede(superseded: &mut impl Extend<IndexKey>, old: &Record) -> Dropped {
+pub(super) fn supersede(superseded: &mut impl Extend<IndexKey>, old: Record<'_>) -> Dropped {
     if let Some(g) = stored_gsi1sk(old.row())? {
         superseded.extend([(old.part(1).to_vec(), g.into_bytes(), old.part(0).to_vec())]);
     }
@@ -441,7 +557,7 @@ pub(super) mod tests {
 
     /// A record's key parts, and its row's size and item (the index's keys put back where
     /// an item holds them).
-    fn read_record(record: &Record, index: bool) -> (Vec<Vec<u8>>, usize, Item) {
+    fn read_record(record: Record<'_>, index: bool) -> (Vec<Vec<u8>>, usize, Item) {
         let parts = (0..3).map(|i| record.part(i).to_vec()).collect();
         let (size, attributes) = stored_row(record.row()).unwrap();
         let text = |i| std::str::from_utf8(record.part(i)).unwrap();
@@ -511,6 +627,56 @@ pub(super) mod tests {
         }
     }
 
+    /// Records read back as they were pushed, across blocks: records that fill a block to
+    /// its end, one that does not fit what is left of it, and ones larger than a block; a
+    /// copy pushed into other records is the same record.
+    #[test]
+    fn records_read_back_as_pushed_across_blocks() {
+        let sizes = [
+            10,
+            BLOCK_BYTES - 30,
+            20,
+            1,
+            2 * BLOCK_BYTES,
+            5,
+            BLOCK_BYTES,
+            0,
+            7,
+        ];
+        let made: Vec<([Vec<u8>; 3], Vec<u8>)> = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &size)| {
+                let part = |n: usize| vec![i as u8; n];
+                (
+                    [part(i % 3), part(1), part(i % 2)],
+                    vec![i as u8 ^ 0x5a; size],
+                )
+            })
+            .collect();
+        let mut records = Records::with_capacity(2, 64);
+        for (parts, row) in &made {
+            let len = records.push([&parts[0], &parts[1], &parts[2]], row);
+            assert_eq!(len, parts.iter().map(Vec::len).sum::<usize>() + row.len());
+        }
+        let mut copies = Records::default();
+        for record in records.iter() {
+            copies.push_record(record);
+        }
+        for read in [&records, &copies] {
+            assert_eq!(read.len(), made.len());
+            for (record, (parts, row)) in read.iter().zip(&made) {
+                assert_eq!(record.key(), (&parts[0][..], &parts[1][..], &parts[2][..]));
+                assert_eq!(record.row(), &row[..]);
+            }
+        }
+        // Each record goes whole where there is room for it: the first into the first block
+        // (64 bytes); the second into a new block of BLOCK_BYTES, the third and fourth after
+        // it; the fifth (twice a block) and the seventh (a block and a byte) each into a block
+        // of its own size; the sixth, and the eighth with the last, into new blocks.
+        assert_eq!(records.blocks.len(), 6);
+    }
+
     /// Key parts from a small alphabet (the lowest and highest bytes included), so that keys
     /// share first parts and end where others go on.
     pub(in crate::store::embedded) fn a_part() -> impl Strategy<Value = Vec<u8>> {
@@ -551,16 +717,16 @@ pub(super) mod tests {
         fn key_order_is_the_order_of_the_keys(
             keys in prop::collection::vec((a_part(), a_second_part(), a_part()), 0..60),
         ) {
-            let batch: Vec<Record> = keys
-                .iter()
-                .map(|(a, b, c)| Record::new([a, b, c], b"row"))
-                .collect();
+            let mut batch = Records::default();
+            for (a, b, c) in &keys {
+                batch.push([a, b, c], b"row");
+            }
             let mut plain: Vec<usize> = (0..batch.len()).collect();
-            plain.sort_by(|&i, &j| batch[i].key().cmp(&batch[j].key()).then(j.cmp(&i)));
+            plain.sort_by(|&i, &j| batch.get(i).key().cmp(&batch.get(j).key()).then(j.cmp(&i)));
             let plain: Vec<(usize, bool)> = plain
                 .iter()
                 .enumerate()
-                .map(|(n, &i)| (i, n > 0 && batch[plain[n - 1]].key() == batch[i].key()))
+                .map(|(n, &i)| (i, n > 0 && batch.get(plain[n - 1]).key() == batch.get(i).key()))
                 .collect();
             prop_assert_eq!(key_order(&batch), plain);
         }

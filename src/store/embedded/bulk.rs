@@ -28,37 +28,50 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use redb::{Database, Durability, WriteTransaction};
 
-use super::batch::{prepare, prepare_written, supersede, IndexKey, Record, Sorted};
+use super::batch::{prepare, prepare_written, supersede, IndexKey, Record, Records, Sorted};
 use super::compact::LoadCount;
 use super::runs::{Held, LoadRuns, Runs};
 use super::table::{stored_gsi1sk, unavailable, GSI1_INDEX, ITEMS};
 use super::write::{insert_in_order, Entry};
 use crate::store::{BulkLoad, Item, StoreError, WriteItems};
 
+/// A record a merge handed over, in the chunk it came in (see [`merged_on`]).
+struct Shared {
+    chunk: Arc<Records>,
+    at: usize,
+}
+
+impl Shared {
+    fn record(&self) -> Record<'_> {
+        self.chunk.get(self.at)
+    }
+}
+
 /// A table row of the load.
-struct TableRecord(Record);
+struct TableRecord(Shared);
 
 impl Entry for TableRecord {
     type Key = (&'static [u8], &'static [u8]);
     fn key(&self) -> (&[u8], &[u8]) {
-        (self.0.part(0), self.0.part(1))
+        let record = self.0.record();
+        (record.part(0), record.part(1))
     }
     fn row(&self) -> &[u8] {
-        self.0.row()
+        self.0.record().row()
     }
 }
 
 /// An index entry of the load.
-struct IndexRecord(Record);
+struct IndexRecord(Shared);
 
-impl AsRef<Record> for TableRecord {
-    fn as_ref(&self) -> &Record {
+impl AsRef<Shared> for TableRecord {
+    fn as_ref(&self) -> &Shared {
         &self.0
     }
 }
 
-impl AsRef<Record> for IndexRecord {
-    fn as_ref(&self) -> &Record {
+impl AsRef<Shared> for IndexRecord {
+    fn as_ref(&self) -> &Shared {
         &self.0
     }
 }
@@ -66,12 +79,13 @@ impl AsRef<Record> for IndexRecord {
 impl Entry for IndexRecord {
     type Key = (&'static [u8], &'static [u8], &'static [u8]);
     fn key(&self) -> (&[u8], &[u8], &[u8]) {
-        self.0.key()
+        self.0.record().key()
     }
     fn row(&self) -> &[u8] {
-        self.0.row()
+        self.0.record().row()
     }
 }
+
 /// A bulk load into the embedded store (see the module's documentation).
 pub(super) struct EmbeddedLoad {
     db: Arc<Database>,
@@ -125,14 +139,15 @@ pub(super) fn write_in(
     let (txn, superseded, stale) = std::thread::scope(|scope| {
         let (rows, table_merge) = table_rows_on(scope, items, superseded);
         let (entries, index_merge) = merged_on(scope, move |send| {
-            for entry in index.merge(|_| Ok(()))? {
-                if !send(IndexRecord(entry?)) {
+            let mut merge = index.merge(|_| Ok(()))?;
+            while let Some(entry) = merge.next()? {
+                if !send(entry) {
                     break;
                 }
             }
             Ok(())
         });
-        let (mut rows, mut entries) = (rows.peekable(), entries.peekable());
+        let (mut rows, mut entries) = (rows.peekable(), entries.map(IndexRecord).peekable());
         let mut txn = txn;
         let mut stale = Vec::new();
         let written = loop {
@@ -213,7 +228,7 @@ impl Commits<'_> {
 }
 
 /// The records of `records` up to `bytes` of them (the one that reaches past it included).
-fn share_of<'a, R: AsRef<Record>>(
+fn share_of<'a, R: AsRef<Shared>>(
     records: &'a mut impl Iterator<Item = R>,
     bytes: usize,
 ) -> impl Iterator<Item = R> + 'a {
@@ -223,7 +238,7 @@ fn share_of<'a, R: AsRef<Record>>(
             return None;
         }
         let record = records.next()?;
-        taken = taken.saturating_add(record.as_ref().bytes.len());
+        taken = taken.saturating_add(record.as_ref().record().len());
         Some(record)
     })
 }
@@ -245,12 +260,9 @@ fn write_share(
         // it written over by the index's writer, so a load over the same data lists none.
         let table_written = insert_in_order(&mut table, rows.map(Ok), |row, old| {
             if let Some(g) = stored_gsi1sk(old)? {
-                if stored_gsi1sk(row.0.row())?.as_deref() != Some(g.as_str()) {
-                    stale.push((
-                        row.0.part(1).to_vec(),
-                        g.into_bytes(),
-                        row.0.part(0).to_vec(),
-                    ));
+                let row = row.0.record();
+                if stored_gsi1sk(row.row())?.as_deref() != Some(g.as_str()) {
+                    stale.push((row.part(1).to_vec(), g.into_bytes(), row.part(0).to_vec()));
                 }
             }
             Ok(())
@@ -273,12 +285,11 @@ fn table_rows_on<'scope>(
     impl Iterator<Item = TableRecord> + Send + 'scope,
     std::thread::ScopedJoinHandle<'scope, Result<HashSet<IndexKey>, StoreError>>,
 ) {
-    merged_on(scope, move |send| {
+    let (rows, merging) = merged_on(scope, move |send| {
         // Written by the merge as it drops rows, and read as it hands over the row kept.
         let superseded = RefCell::new(superseded);
-        let rows = items.merge(|old| supersede(&mut *superseded.borrow_mut(), old))?;
-        for row in rows {
-            let row = row?;
+        let mut rows = items.merge(|old| supersede(&mut *superseded.borrow_mut(), old))?;
+        while let Some(row) = rows.next()? {
             // The row that stays keeps its index entry, whatever the rows of its key it
             // replaced (dropped before it is handed over) had.
             let mut superseded = superseded.borrow_mut();
@@ -288,50 +299,62 @@ fn table_rows_on<'scope>(
                     superseded.remove(&key);
                 }
             }
-            if !send(TableRecord(row)) {
+            if !send(row) {
                 break;
             }
         }
+        drop(rows);
         Ok(superseded.into_inner())
-    })
+    });
+    (rows.map(TableRecord), merging)
 }
 
 /// Records a merge hands to the writer at a time, and chunks it may have ready ahead of it.
 const MERGE_CHUNK: usize = 1024;
 const MERGE_AHEAD: usize = 8;
 
+/// The bytes a chunk's records take to begin with.
+const MERGE_CHUNK_BYTES: usize = 256 * 1024;
+
 /// Runs `merge` on a thread of `scope`: it hands each record to the function it is given,
 /// which says whether the receiving end still wants them. Returns the records, in the order
-/// handed over (in chunks through a bounded channel), and the thread, whose result says
-/// whether the merge ended, or failed.
-fn merged_on<'scope, T: Send + 'scope, R: Send + 'scope>(
+/// handed over (copied into chunks that go through a bounded channel), and the thread, whose
+/// result says whether the merge ended, or failed.
+fn merged_on<'scope, R: Send + 'scope>(
     scope: &'scope std::thread::Scope<'scope, '_>,
-    merge: impl FnOnce(&mut dyn FnMut(T) -> bool) -> Result<R, StoreError> + Send + 'scope,
+    merge: impl FnOnce(&mut dyn FnMut(Record<'_>) -> bool) -> Result<R, StoreError> + Send + 'scope,
 ) -> (
-    impl Iterator<Item = T> + 'scope,
+    impl Iterator<Item = Shared> + 'scope,
     std::thread::ScopedJoinHandle<'scope, Result<R, StoreError>>,
 ) {
-    let (send, receive) = std::sync::mpsc::sync_channel::<Vec<T>>(MERGE_AHEAD);
+    let (send, receive) = std::sync::mpsc::sync_channel::<Records>(MERGE_AHEAD);
     let merging = scope.spawn(move || {
-        let mut chunk = Vec::with_capacity(MERGE_CHUNK);
+        let chunk = || Records::with_capacity(MERGE_CHUNK, MERGE_CHUNK_BYTES);
+        let mut records = chunk();
         let mut open = true;
         let result = merge(&mut |record| {
-            chunk.push(record);
-            if chunk.len() == MERGE_CHUNK {
-                let full = std::mem::replace(&mut chunk, Vec::with_capacity(MERGE_CHUNK));
-                open = send.send(full).is_ok();
+            records.push_record(record);
+            if records.len() == MERGE_CHUNK {
+                open = send.send(std::mem::replace(&mut records, chunk())).is_ok();
             }
             open
         });
         // A failed merge's rows may be written in part (the chunks sent so far): what keeps
         // them out of the file is that the writers' callers check the merge's result before
         // theirs, and fail the load, whose transactions are then undone (see `Commits`).
-        if result.is_ok() && !chunk.is_empty() {
-            let _ = send.send(chunk);
+        if result.is_ok() && !records.is_empty() {
+            let _ = send.send(records);
         }
         result
     });
-    (receive.into_iter().flatten(), merging)
+    let records = receive.into_iter().flat_map(|chunk| {
+        let chunk = Arc::new(chunk);
+        (0..chunk.len()).map(move |at| Shared {
+            chunk: Arc::clone(&chunk),
+            at,
+        })
+    });
+    (records, merging)
 }
 
 fn joined_merge<R>(
@@ -672,16 +695,43 @@ mod tests {
     #[test]
     fn merged_on_hands_over_in_order_and_ends_on_every_path() {
         let n = MERGE_CHUNK * (MERGE_AHEAD + 3) + 7;
+        // Record `i`, its key and its row `i`, and back: some longer than a chunk's first
+        // block, so that chunks grow.
+        let send_numbered = |send: &mut dyn FnMut(Record<'_>) -> bool, i: usize| {
+            let mut one = Records::default();
+            let row = vec![
+                7;
+                if i % 1000 == 999 {
+                    MERGE_CHUNK_BYTES + 1
+                } else {
+                    i % 50
+                }
+            ];
+            one.push([&i.to_be_bytes(), b"s", b""], &row);
+            send(one.get(0))
+        };
+        let number = |shared: Shared| -> usize {
+            let record = shared.record();
+            let i = usize::from_be_bytes(record.part(0).try_into().unwrap());
+            assert_eq!(record.part(1), b"s");
+            let len = if i % 1000 == 999 {
+                MERGE_CHUNK_BYTES + 1
+            } else {
+                i % 50
+            };
+            assert_eq!(record.row(), vec![7; len]);
+            i
+        };
         let all: Vec<usize> = std::thread::scope(|scope| {
             let (records, merging) = merged_on(scope, move |send| {
                 for i in 0..n {
-                    if !send(i) {
+                    if !send_numbered(send, i) {
                         break;
                     }
                 }
                 Ok(())
             });
-            let all = records.collect();
+            let all = records.map(number).collect();
             joined_merge(merging).unwrap();
             all
         });
@@ -693,11 +743,11 @@ mod tests {
                     if i == n / 2 {
                         return Err(StoreError::Invalid("broken run".into()));
                     }
-                    send(i);
+                    send_numbered(send, i);
                 }
                 Ok(())
             });
-            let got: Vec<usize> = records.collect();
+            let got: Vec<usize> = records.map(number).collect();
             (got, joined_merge(merging))
         });
         assert!(matches!(failed, Err(StoreError::Invalid(_))), "{failed:?}");
@@ -712,7 +762,7 @@ mod tests {
                 // Bounded, so a merge that never heard the receiver stop fails the test
                 // rather than hang it.
                 let mut sent = 0;
-                while sent < 2 * n && send(sent) {
+                while sent < 2 * n && send_numbered(send, sent) {
                     sent += 1;
                 }
                 Ok(sent)
@@ -725,7 +775,7 @@ mod tests {
         let panicked = std::thread::scope(|scope| {
             let (records, merging) = merged_on(
                 scope,
-                |_: &mut dyn FnMut(usize) -> bool| -> Result<(), StoreError> {
+                |_: &mut dyn FnMut(Record<'_>) -> bool| -> Result<(), StoreError> {
                     panic!("a merge that panics")
                 },
             );

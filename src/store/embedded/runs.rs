@@ -11,7 +11,7 @@ use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::batch::{supersede, Dropped, IndexKey, Record, Sorted};
+use super::batch::{supersede, Dropped, IndexKey, ReadRecord, Record, Records, Sorted};
 use super::table::unavailable;
 use crate::store::StoreError;
 
@@ -25,7 +25,7 @@ const RUN_BYTES: usize = 512 * 1024 * 1024;
 #[derive(Default)]
 pub(super) struct Runs {
     files: Vec<RunFile>,
-    memory: Vec<Vec<Record>>,
+    memory: Vec<Records>,
 }
 
 /// A spill's file: the runs it holds, one after another, each ending where `ends` says.
@@ -73,22 +73,23 @@ impl Runs {
         self,
         path: &Path,
         merge: bool,
-        dropped: impl FnMut(&Record) -> Dropped,
+        dropped: impl FnMut(Record<'_>) -> Dropped,
     ) -> Result<RunFile, StoreError> {
         let io = |e: std::io::Error| unavailable(format!("bulk load run {}: {e}", path.display()));
         let mut out = BufWriter::with_capacity(RUN_BUFFER, File::create(path).map_err(io)?);
         let mut ends = Vec::new();
         let mut at = 0;
         if merge {
-            for record in self.merge(dropped)? {
-                let record = record?;
+            let mut merge = self.merge(dropped)?;
+            while let Some(record) = merge.next()? {
                 record.write(&mut out).map_err(io)?;
                 at += record.stored_len();
             }
             ends.push(at);
         } else {
+            // Each batch goes once written, so that memory comes back as the spill goes.
             for run in self.memory {
-                for record in &run {
+                for record in run.iter() {
                     record.write(&mut out).map_err(io)?;
                     at += record.stored_len();
                 }
@@ -104,10 +105,10 @@ impl Runs {
 
     /// Every run merged in key order: of rows of one key in several runs, the latest run's
     /// (runs come in the order they were written), the others handed to `dropped`.
-    pub(super) fn merge<'d>(
+    pub(super) fn merge<D: FnMut(Record<'_>) -> Dropped>(
         self,
-        dropped: impl FnMut(&Record) -> Dropped + 'd,
-    ) -> Result<impl Iterator<Item = Result<Record, StoreError>> + 'd, StoreError> {
+        dropped: D,
+    ) -> Result<Merge<D>, StoreError> {
         let mut sources: Vec<Source> = Vec::new();
         for run_file in &self.files {
             let path = &run_file.path;
@@ -121,16 +122,15 @@ impl Runs {
                     at: start,
                     end,
                 };
-                sources.push(Source::File(BufReader::with_capacity(RUN_READ_BUFFER, run)));
+                sources.push(Source::file(BufReader::with_capacity(
+                    RUN_READ_BUFFER,
+                    run,
+                ))?);
                 start = end;
             }
         }
-        sources.extend(
-            self.memory
-                .into_iter()
-                .map(|batch| Source::Memory(batch.into_iter())),
-        );
-        Merge::new(sources, dropped)
+        sources.extend(self.memory.into_iter().map(Source::memory));
+        Ok(Merge::new(sources, dropped))
     }
 }
 
@@ -169,18 +169,79 @@ fn read_at(file: &File, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
     std::os::windows::fs::FileExt::seek_read(file, buf, at)
 }
 
+/// A run as a merge reads it: its head, the record it reads next, and the one it read
+/// before, which stays where it is until the run moves on again (so that a merge hands over
+/// a record where it lies, and not a copy).
 enum Source {
-    File(BufReader<Run>),
-    Memory(std::vec::IntoIter<Record>),
+    File {
+        input: BufReader<Run>,
+        /// The head and the record before it, taking turns: `head` says which is which.
+        records: [ReadRecord; 2],
+        head: usize,
+        /// Whether `records[head]` holds a record, or the run is done.
+        more: bool,
+    },
+    Memory {
+        records: Records,
+        /// The head's position, `records.len()` once the run is done.
+        head: usize,
+    },
 }
 
 impl Source {
-    fn next(&mut self) -> Result<Option<Record>, StoreError> {
+    /// The run `input` reads, its first record read.
+    fn file(input: BufReader<Run>) -> Result<Source, StoreError> {
+        let mut source = Source::File {
+            input,
+            records: Default::default(),
+            // Moving on reads the first record into `records[0]`.
+            head: 1,
+            more: false,
+        };
+        source.advance()?;
+        Ok(source)
+    }
+
+    fn memory(records: Records) -> Source {
+        Source::Memory { records, head: 0 }
+    }
+
+    fn head(&self) -> Option<Record<'_>> {
         match self {
-            Source::File(file) => {
-                Record::read(file).map_err(|e| unavailable(format!("bulk load run: {e}")))
+            Source::File {
+                records,
+                head,
+                more,
+                ..
+            } => more.then(|| records[*head].record()),
+            Source::Memory { records, head } => (*head < records.len()).then(|| records.get(*head)),
+        }
+    }
+
+    /// Moves on to the next record: the head becomes [`Source::taken`].
+    fn advance(&mut self) -> Result<(), StoreError> {
+        match self {
+            Source::File {
+                input,
+                records,
+                head,
+                more,
+            } => {
+                *head ^= 1;
+                *more = records[*head]
+                    .read(input)
+                    .map_err(|e| unavailable(format!("bulk load run: {e}")))?;
             }
-            Source::Memory(rows) => Ok(rows.next()),
+            Source::Memory { head, .. } => *head += 1,
+        }
+        Ok(())
+    }
+
+    /// The record the run held at its head before it last moved on.
+    fn taken(&self) -> Record<'_> {
+        match self {
+            Source::File { records, head, .. } => records[*head ^ 1].record(),
+            Source::Memory { records, head } => records.get(*head - 1),
         }
     }
 }
@@ -188,10 +249,9 @@ impl Source {
 /// A merge of sorted runs: a tournament (loser) tree over the rows at their heads, so that
 /// the next row costs one comparison per level (a binary heap's pop and push took about
 /// twice as many, and the merges' comparisons were a tenth of a load).
-struct Merge<D> {
+pub(super) struct Merge<D> {
+    /// The runs, each with the row at its head, none once the run is done.
     sources: Vec<Source>,
-    /// The row at the head of each run, `None` once the run is done.
-    heads: Vec<Option<Record>>,
     /// `tree[0]` is the run whose head comes next; `tree[n]` for `n` in `1..runs` is the
     /// run that lost the match at node `n`, whose children are nodes `2n` and `2n + 1`, the
     /// leaves being `runs + r` for run `r`.
@@ -202,16 +262,11 @@ struct Merge<D> {
     failed: bool,
 }
 
-impl<D: FnMut(&Record) -> Dropped> Merge<D> {
-    fn new(mut sources: Vec<Source>, dropped: D) -> Result<Merge<D>, StoreError> {
-        let heads = sources
-            .iter_mut()
-            .map(Source::next)
-            .collect::<Result<Vec<_>, _>>()?;
-        let runs = heads.len();
+impl<D: FnMut(Record<'_>) -> Dropped> Merge<D> {
+    fn new(sources: Vec<Source>, dropped: D) -> Merge<D> {
+        let runs = sources.len();
         let mut merge = Merge {
             sources,
-            heads,
             tree: vec![0; runs.max(1)],
             dropped,
             failed: false,
@@ -230,13 +285,13 @@ impl<D: FnMut(&Record) -> Dropped> Merge<D> {
         if runs > 0 {
             merge.tree[0] = winners[1];
         }
-        Ok(merge)
+        merge
     }
 
     /// Whether run `a`'s head comes before run `b`'s: by key, then the later run first; a
     /// finished run comes last.
     fn first(&self, a: usize, b: usize) -> bool {
-        match (&self.heads[a], &self.heads[b]) {
+        match (self.sources[a].head(), self.sources[b].head()) {
             (Some(x), Some(y)) => match x.key().cmp(&y.key()) {
                 Ordering::Equal => a > b,
                 order => order == Ordering::Less,
@@ -246,18 +301,19 @@ impl<D: FnMut(&Record) -> Dropped> Merge<D> {
         }
     }
 
-    /// Takes the next row of the winning run, refills its head and replays its matches up
-    /// the tree.
-    fn take_winner(&mut self) -> Result<Option<Record>, StoreError> {
+    /// Moves the winning run on, replays its matches up the tree, and returns it: its
+    /// record is then its [`Source::taken`]. `None` once every run is done.
+    fn take_winner(&mut self) -> Result<Option<usize>, StoreError> {
         let Some(&run) = self.tree.first() else {
             return Ok(None);
         };
-        let Some(taken) = self.heads.get_mut(run).and_then(Option::take) else {
+        // No runs at all leave the tree its one node.
+        if self.sources.get(run).and_then(Source::head).is_none() {
             return Ok(None);
-        };
-        self.heads[run] = self.sources[run].next()?;
+        }
+        self.sources[run].advance()?;
         let mut winner = run;
-        let mut node = (self.heads.len() + run) / 2;
+        let mut node = (self.sources.len() + run) / 2;
         while node > 0 {
             if self.first(self.tree[node], winner) {
                 std::mem::swap(&mut self.tree[node], &mut winner);
@@ -265,35 +321,47 @@ impl<D: FnMut(&Record) -> Dropped> Merge<D> {
             node /= 2;
         }
         self.tree[0] = winner;
-        Ok(Some(taken))
+        Ok(Some(run))
     }
 
-    fn next_record(&mut self) -> Result<Option<Record>, StoreError> {
-        let Some(record) = self.take_winner()? else {
+    /// The run whose record comes next, its older rows of the key handed to `dropped`.
+    fn next_run(&mut self) -> Result<Option<usize>, StoreError> {
+        let Some(run) = self.take_winner()? else {
             return Ok(None);
         };
         // Rows of the same key in older runs come right after it: they are replaced.
-        while self.heads[self.tree[0]]
-            .as_ref()
-            .is_some_and(|next| next.key() == record.key())
-        {
-            if let Some(older) = self.take_winner()? {
-                (self.dropped)(&older)?;
+        loop {
+            let next = self.tree[0];
+            let Some(older) = self.sources[next].head() else {
+                break;
+            };
+            if older.key() != self.sources[run].taken().key() {
+                break;
+            }
+            // A run holds a key once (each is sorted with the last of a key kept), so the
+            // record taken stays where it is while the others move on.
+            if next == run {
+                return Err(unavailable("a bulk load run holds a key twice"));
+            }
+            (self.dropped)(older)?;
+            self.take_winner()?;
+        }
+        Ok(Some(run))
+    }
+
+    /// The next record in key order, which stays where it lies until the next call; `None`
+    /// once every run is done, or after a failure (which ends the merge).
+    pub(super) fn next(&mut self) -> Result<Option<Record<'_>>, StoreError> {
+        if self.failed {
+            return Ok(None);
+        }
+        match self.next_run() {
+            Ok(run) => Ok(run.map(|run| self.sources[run].taken())),
+            Err(e) => {
+                self.failed = true;
+                Err(e)
             }
         }
-        Ok(Some(record))
-    }
-}
-
-impl<D: FnMut(&Record) -> Dropped> Iterator for Merge<D> {
-    type Item = Result<Record, StoreError>;
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.failed {
-            return None;
-        }
-        let next = self.next_record();
-        self.failed = next.is_err();
-        next.transpose()
     }
 }
 
@@ -519,6 +587,36 @@ mod tests {
     /// A two-part key.
     type TwoParts = (Vec<u8>, Vec<u8>);
 
+    /// A run of these keys' records (their second parts `s`), with these rows.
+    fn run<'a>(rows: impl IntoIterator<Item = (&'a [u8], &'a [u8])>) -> Records {
+        let mut records = Records::default();
+        for (key, row) in rows {
+            records.push([key, b"s", b""], row);
+        }
+        records
+    }
+
+    /// A record's first part and row.
+    type PartAndRow = (Vec<u8>, Vec<u8>);
+
+    /// Everything a merge hands over, and its error if it failed.
+    fn drained<D: FnMut(Record<'_>) -> Dropped>(
+        mut merge: Merge<D>,
+    ) -> (Vec<PartAndRow>, Option<StoreError>) {
+        let mut records = Vec::new();
+        loop {
+            match merge.next() {
+                Ok(Some(record)) => records.push((record.part(0).to_vec(), record.row().to_vec())),
+                Ok(None) => return (records, None),
+                Err(e) => {
+                    // A failed merge then ends.
+                    assert!(matches!(merge.next(), Ok(None)));
+                    return (records, Some(e));
+                }
+            }
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(256))]
 
@@ -534,22 +632,23 @@ mod tests {
             let sources = runs
                 .iter()
                 .map(|run| {
-                    let records: Vec<Record> =
-                        run.iter().map(|((a, b), v)| Record::new([a, b, b""], &[*v])).collect();
-                    Source::Memory(records.into_iter())
+                    let mut records = Records::default();
+                    for ((a, b), v) in run {
+                        records.push([a, b, b""], &[*v]);
+                    }
+                    Source::memory(records)
                 })
                 .collect();
             let mut dropped = 0;
-            let merged: Vec<(TwoParts, Vec<u8>)> = Merge::new(sources, |_: &Record| {
+            let mut merge = Merge::new(sources, |_: Record<'_>| {
                 dropped += 1;
                 Ok(())
-            })
-            .unwrap()
-            .map(|record| {
-                let record = record.unwrap();
-                ((record.part(0).to_vec(), record.part(1).to_vec()), record.row().to_vec())
-            })
-            .collect();
+            });
+            let mut merged: Vec<(TwoParts, Vec<u8>)> = Vec::new();
+            while let Some(record) = merge.next().unwrap() {
+                merged.push(((record.part(0).to_vec(), record.part(1).to_vec()), record.row().to_vec()));
+            }
+            drop(merge);
             let mut model = BTreeMap::new();
             for run in &runs {
                 for (key, v) in run {
@@ -569,18 +668,18 @@ mod tests {
     fn runs_spilled_as_they_are_read_back_whole() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("run");
-        let run = |start: u32, big: bool| -> Vec<Record> {
-            (0..2000u32)
-                .map(|i| {
-                    let key = format!("k{:06}", start + 3 * i);
-                    let row = if big && i == 1000 {
-                        vec![7; RUN_READ_BUFFER + 4096]
-                    } else {
-                        format!("row {}", start + 3 * i).into_bytes()
-                    };
-                    Record::new([key.as_bytes(), b"s", b""], &row)
-                })
-                .collect()
+        let run = |start: u32, big: bool| -> Records {
+            let mut records = Records::default();
+            for i in 0..2000u32 {
+                let key = format!("k{:06}", start + 3 * i);
+                let row = if big && i == 1000 {
+                    vec![7; RUN_READ_BUFFER + 4096]
+                } else {
+                    format!("row {}", start + 3 * i).into_bytes()
+                };
+                records.push([key.as_bytes(), b"s", b""], &row);
+            }
+            records
         };
         let runs = || vec![run(0, false), run(1, true), run(2, false)];
         let spilled = Runs {
@@ -590,9 +689,10 @@ mod tests {
         .write_file(&path, false, |_| Ok(()))
         .unwrap();
         assert_eq!(spilled.ends.len(), 3);
-        let rows = |runs: Runs| -> Vec<Vec<u8>> {
-            let merge = runs.merge(|_| Ok(())).unwrap();
-            merge.map(|r| r.unwrap().bytes.to_vec()).collect()
+        let rows = |runs: Runs| {
+            let (rows, failed) = drained(runs.merge(|_| Ok(())).unwrap());
+            assert!(failed.is_none());
+            rows
         };
         let want = rows(Runs {
             files: Vec::new(),
@@ -627,47 +727,36 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("run");
         let mut bytes = Vec::new();
-        for key in [b"a", b"c"] {
-            Record::new([key, b"s", b""], b"row")
-                .write(&mut bytes)
-                .unwrap();
+        for record in run([(&b"a"[..], &b"row"[..]), (b"c", b"row")]).iter() {
+            record.write(&mut bytes).unwrap();
         }
         bytes.truncate(bytes.len() - 2);
         std::fs::write(&path, bytes).unwrap();
-        let others = vec![Record::new([b"b", b"s", b""], b"row")];
+        let others = run([(&b"b"[..], &b"row"[..])]);
         let len = std::fs::metadata(&path).unwrap().len();
-        let run = Run {
+        let cut = Run {
             file: Arc::new(File::open(&path).unwrap()),
             at: 0,
             end: len,
         };
         let sources = vec![
-            Source::File(BufReader::new(run)),
-            Source::Memory(others.into_iter()),
+            Source::file(BufReader::new(cut)).unwrap(),
+            Source::memory(others),
         ];
-        let merged: Vec<Result<Vec<u8>, StoreError>> = Merge::new(sources, |_: &Record| Ok(()))
-            .unwrap()
-            .map(|record| record.map(|r| r.part(0).to_vec()))
-            .collect();
+        let (merged, failed) = drained(Merge::new(sources, |_: Record<'_>| Ok(())));
         // Taking "a" reads its run's next row, which is cut short: the merge fails there.
-        assert_eq!(merged.len(), 1, "{merged:?}");
-        assert!(merged[0].is_err(), "{merged:?}");
+        assert!(merged.is_empty(), "{merged:?}");
+        assert!(failed.is_some());
 
         // A replaced row that cannot be dropped fails the merge too, which then ends, though
         // its runs hold more.
-        let run = |keys: &[&[u8]]| {
-            let records: Vec<Record> = keys
-                .iter()
-                .map(|key| Record::new([key, b"s", b""], b"row"))
-                .collect();
-            Source::Memory(records.into_iter())
-        };
-        let sources = vec![run(&[b"a", b"b", b"d"]), run(&[b"b", b"c"])];
-        let refused = |_: &Record| Err(unavailable("refused"));
-        let mut merge = Merge::new(sources, refused).unwrap();
-        assert_eq!(merge.next().unwrap().unwrap().part(0), b"a");
-        assert!(merge.next().unwrap().is_err());
-        assert!(merge.next().is_none(), "ended");
+        let keys =
+            |keys: &[&'static [u8]]| Source::memory(run(keys.iter().map(|&k| (k, &b"row"[..]))));
+        let sources = vec![keys(&[b"a", b"b", b"d"]), keys(&[b"b", b"c"])];
+        let refused = |_: Record<'_>| Err(unavailable("refused"));
+        let (merged, failed) = drained(Merge::new(sources, refused));
+        assert_eq!(merged, [(b"a".to_vec(), b"row".to_vec())]);
+        assert!(failed.is_some());
     }
 
     /// A key whose rows are spread over runs of every kind, an unmerged file's, a merged
@@ -676,13 +765,13 @@ mod tests {
     #[test]
     fn a_key_across_files_and_memory_keeps_its_latest_row() {
         let dir = tempfile::tempdir().unwrap();
-        let run = |rows: &[(&str, &str)]| -> Vec<Record> {
-            rows.iter()
-                .map(|(key, row)| Record::new([key.as_bytes(), b"s", b""], row.as_bytes()))
-                .collect()
+        let run = |rows: &[(&str, &str)]| -> Records {
+            run(rows
+                .iter()
+                .map(|(key, row)| (key.as_bytes(), row.as_bytes())))
         };
         let mut dropped = Vec::new();
-        let mut drop_row = |old: &Record| {
+        let mut drop_row = |old: Record<'_>| {
             dropped.push(String::from_utf8(old.row().to_vec()).unwrap());
             Ok(())
         };
@@ -699,7 +788,7 @@ mod tests {
         .write_file(&dir.path().join("1"), true, &mut drop_row)
         .unwrap();
         assert_eq!((as_is.ends.len(), merged.ends.len()), (2, 1));
-        let runs = |memory: Vec<Vec<Record>>| Runs {
+        let runs = |memory: Vec<Records>| Runs {
             files: vec![
                 RunFile {
                     path: as_is.path.clone(),
@@ -713,13 +802,17 @@ mod tests {
             memory,
         };
         let rows = |runs: Runs, dropped: &mut Vec<String>| -> Vec<String> {
-            runs.merge(|old: &Record| {
-                dropped.push(String::from_utf8(old.row().to_vec()).unwrap());
-                Ok(())
-            })
-            .unwrap()
-            .map(|r| String::from_utf8(r.unwrap().row().to_vec()).unwrap())
-            .collect()
+            let (rows, failed) = drained(
+                runs.merge(|old: Record<'_>| {
+                    dropped.push(String::from_utf8(old.row().to_vec()).unwrap());
+                    Ok(())
+                })
+                .unwrap(),
+            );
+            assert!(failed.is_none());
+            rows.into_iter()
+                .map(|(_, row)| String::from_utf8(row).unwrap())
+                .collect()
         };
         assert_eq!(dropped, ["k3"], "the merged spill drops its own older row");
 
