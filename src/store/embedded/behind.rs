@@ -19,9 +19,9 @@
 //! alone), so no commit can succeed over a lost page; the failure surfaces on the next call,
 //! not on the write that queued the page.
 //!
-//! The thread also asks the kernel to start writing the file's pages to the disk every
-//! [`WRITEBACK_BYTES`] it writes, without waiting, so that the disk works while the store
-//! does and a sync finds little left to write.
+//! The thread also has the kernel start writing the file's pages to the disk every
+//! [`WRITEBACK_BYTES`] it writes, through a thread of its own, without waiting, so that the
+//! disk works while the store does and a sync finds little left to write.
 //!
 //! The store opens redb with one writing process (its default), so the file's locks need no
 //! more than the wait at their release.
@@ -44,9 +44,10 @@ pub(super) const QUEUE_BYTES: usize = 32 * 1024 * 1024;
 #[derive(Debug)]
 struct Shared {
     file: Box<dyn StorageBackend>,
-    /// The same file, to start its writeback through (see [`WRITEBACK_BYTES`]), and how
-    /// many times it was started.
+    /// The same file, to start its writeback through (see [`WRITEBACK_BYTES`]), how many
+    /// times the write thread asked for it, and how many times it was started.
     writeback: Option<std::fs::File>,
+    wakes: AtomicUsize,
     writebacks: AtomicUsize,
     /// The writes queued, for reads that find none without taking the lock (kept with the
     /// queue, under the lock).
@@ -113,6 +114,7 @@ impl Behind {
         let shared = Arc::new(Shared {
             file: Box::new(file),
             writeback,
+            wakes: AtomicUsize::new(0),
             writebacks: AtomicUsize::new(0),
             queued: AtomicUsize::new(0),
             state: Mutex::new(State::default()),
@@ -167,8 +169,56 @@ impl Shared {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The thread: writes the queue's writes in order until the backend closes.
+    /// The thread: writes the queue's writes in order until the backend closes, with the
+    /// writeback's thread beside it (see [`Shared::start_writebacks`]), which ends with it.
     fn write_queued(&self) {
+        std::thread::scope(|scope| {
+            let wake = self.start_writebacks(scope);
+            self.write_in_order(wake.as_ref());
+            // `wake` goes here, which ends the writeback's thread; the scope joins it.
+        });
+    }
+
+    /// Starts the thread that starts the file's writeback each time it is woken, if the
+    /// store handed the file to do it through, and returns what wakes it: a wake while one
+    /// is pending is dropped, as the call it asks for is the same.
+    ///
+    /// Why a thread of its own: the call queues the pages' writes to the disk, and the
+    /// block layer's writeback throttling put the caller to sleep several hundred times
+    /// in 12 s of a load's last step; writes waited on it, and the store's writers, their
+    /// queue full, on them.
+    fn start_writebacks<'scope>(
+        &'scope self,
+        scope: &'scope std::thread::Scope<'scope, '_>,
+    ) -> Option<std::sync::mpsc::SyncSender<()>> {
+        let file = self.writeback.as_ref()?;
+        let (wake, woken) = std::sync::mpsc::sync_channel::<()>(1);
+        let started = std::thread::Builder::new()
+            .name("embedded-writeback".into())
+            .spawn_scoped(scope, move || {
+                while woken.recv().is_ok() {
+                    match start_writeback(file) {
+                        Ok(()) => {
+                            self.writebacks.fetch_add(1, Ordering::Relaxed);
+                        }
+                        // A hint: the kernel writes the pages back on its own, as it would.
+                        Err(e) => tracing::debug!(error = %e, "could not start the writeback"),
+                    }
+                }
+            });
+        match started {
+            Ok(_) => Some(wake),
+            // The same: the kernel writes the pages back on its own.
+            Err(e) => {
+                tracing::debug!(error = %e, "could not start the writeback's thread");
+                None
+            }
+        }
+    }
+
+    /// Writes the queue's writes in order until the backend closes, waking `writeback`
+    /// each time it has written [`WRITEBACK_BYTES`].
+    fn write_in_order(&self, writeback: Option<&std::sync::mpsc::SyncSender<()>>) {
         /// Should the thread end before the backend closes (a panic), or with writes
         /// queued, every call from then on fails, instead of waiting for writes no one will
         /// make.
@@ -226,20 +276,11 @@ impl Shared {
                 Err(e) => state.failed = Some((e.kind(), e.to_string())),
             }
             self.progress.notify_all();
-            // Once the batch is off the queue, and without the lock: the call may wait for
-            // the disk's queue, and writers waiting for room, or syncs, need not wait for it.
             if unsent >= WRITEBACK_BYTES && state.failed.is_none() {
                 unsent = 0;
-                if let Some(file) = &self.writeback {
-                    drop(state);
-                    match start_writeback(file) {
-                        Ok(()) => {
-                            self.writebacks.fetch_add(1, Ordering::Relaxed);
-                        }
-                        // A hint: the kernel writes the pages back on its own, as it would.
-                        Err(e) => tracing::debug!(error = %e, "could not start the writeback"),
-                    }
-                    state = self.lock();
+                if let Some(writeback) = writeback {
+                    self.wakes.fetch_add(1, Ordering::Relaxed);
+                    let _ = writeback.try_send(());
                 }
             }
         }
@@ -650,11 +691,12 @@ mod tests {
         }
     }
 
-    /// Over a file, the thread starts the file's writeback each time it has written about
+    /// Over a file, the thread asks for the file's writeback each time it has written about
     /// [`WRITEBACK_BYTES`] (past it by at most a turn's batch, [`BATCH_BYTES`] here, as the
     /// writes are of a size that divides it; a write larger than the rest of a batch goes
-    /// past it by more), counting only starts the kernel took, and the file holds what was
-    /// written.
+    /// past it by more); the writeback's thread, joined at the close, starts it at least
+    /// once and at most once per ask, counting only starts the kernel took; and the file
+    /// holds what was written.
     #[cfg(target_os = "linux")]
     #[test]
     fn the_thread_starts_the_files_writeback_as_it_writes() {
@@ -676,14 +718,17 @@ mod tests {
             behind.write(at as u64, &vec![i as u8; chunk]).unwrap();
         }
         behind.sync_data().unwrap();
-        let started = behind.shared.writebacks.load(Ordering::Relaxed);
+        let asked = behind.shared.wakes.load(Ordering::Relaxed);
         assert!(
-            (total / (WRITEBACK_BYTES + BATCH_BYTES)..=total / WRITEBACK_BYTES).contains(&started),
-            "{started}"
+            (total / (WRITEBACK_BYTES + BATCH_BYTES)..=total / WRITEBACK_BYTES).contains(&asked),
+            "{asked}"
         );
         let mut out = vec![0; chunk];
         behind.read(2 * chunk as u64, &mut out).unwrap();
         assert!(out.iter().all(|&b| b == 2));
+        behind.close().unwrap();
+        let started = behind.shared.writebacks.load(Ordering::Relaxed);
+        assert!((1..=asked).contains(&started), "{started} of {asked}");
     }
 
     /// A write that fails fails every call after it, the sync included, so no commit
