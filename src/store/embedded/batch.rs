@@ -19,7 +19,7 @@ use crate::store::table::{GSI1SK, PK, SK};
 use crate::store::{AttributeValue, Item, ItemWriter, Key, StoreError, WriteItems};
 
 /// One row of a run, where it lies: its key's parts (two for the table, three for the index)
-/// and its row, end to end, in a buffer of [`Records`] or in a run file's read buffer.
+/// and its row, end to end, in a block of [`Records`] or in a [`ReadRecord`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Record<'a> {
     bytes: &'a [u8],
@@ -93,7 +93,8 @@ pub(super) struct Records {
 const BLOCK_BYTES: usize = 256 * 1024;
 
 impl Records {
-    /// Records with room for `records` of `bytes` in all before they grow.
+    /// Records with room for `records` before their spans grow, and a first block of
+    /// `bytes` (at most a block's size).
     pub(super) fn with_capacity(records: usize, bytes: usize) -> Records {
         Records {
             blocks: vec![Vec::with_capacity(bytes.min(BLOCK_BYTES))],
@@ -117,34 +118,41 @@ impl Records {
 
     /// Adds a record of these key parts and row, and returns its bytes.
     pub(super) fn push(&mut self, parts: [&[u8]; 3], row: &[u8]) -> usize {
-        let len = parts.iter().map(|p| p.len()).sum::<usize>() + row.len();
-        let (block, bytes) = self.room(len);
-        let start = bytes.len();
         let mut ends = [0; 3];
-        for (end, part) in ends.iter_mut().zip(parts) {
-            bytes.extend_from_slice(part);
-            *end = (bytes.len() - start) as u32;
+        let mut end = 0;
+        for (e, part) in ends.iter_mut().zip(parts) {
+            end += part.len();
+            *e = end as u32;
         }
-        bytes.extend_from_slice(row);
-        self.spans.push(Span {
-            block,
-            start: start as u32,
-            len: len as u32,
-            ends,
+        let len = end + row.len();
+        self.place(len, ends, |bytes| {
+            for part in parts {
+                bytes.extend_from_slice(part);
+            }
+            bytes.extend_from_slice(row);
         });
         len
     }
 
     /// Adds a copy of `record`.
     pub(super) fn push_record(&mut self, record: Record<'_>) {
-        let (block, bytes) = self.room(record.bytes.len());
+        self.place(record.bytes.len(), record.ends, |bytes| {
+            bytes.extend_from_slice(record.bytes)
+        });
+    }
+
+    /// Adds the record of `len` bytes, whose key's parts end at `ends`, that `write` writes
+    /// to the end of a block.
+    fn place(&mut self, len: usize, ends: [u32; 3], write: impl FnOnce(&mut Vec<u8>)) {
+        let (block, bytes) = self.room(len);
         let start = bytes.len();
-        bytes.extend_from_slice(record.bytes);
+        write(bytes);
+        debug_assert_eq!(bytes.len() - start, len);
         self.spans.push(Span {
             block,
             start: start as u32,
-            len: record.bytes.len() as u32,
-            ends: record.ends,
+            len: len as u32,
+            ends,
         });
     }
 
@@ -170,7 +178,8 @@ impl Records {
     }
 }
 
-/// A record read from a run file into a buffer of its own, which the next read reuses.
+/// A record read from a run file into a buffer of its own, which a later read reuses (the
+/// buffer keeps the size of the largest record read into it).
 #[derive(Debug, Default)]
 pub(super) struct ReadRecord {
     bytes: Vec<u8>,
@@ -230,8 +239,13 @@ pub(super) fn sorted(
             kept.push(batch.spans[i]);
         }
     }
-    // The dropped records' bytes stay in the buffer, unread, until the run goes.
+    // The dropped records' bytes stay in their blocks, unread, until the run goes. The last
+    // block gives back the room it did not fill: a batch of a few items would otherwise
+    // hold a block's size for a few hundred bytes, which the load does not count.
     batch.spans = kept;
+    if let Some(last) = batch.blocks.last_mut() {
+        last.shrink_to_fit();
+    }
     Ok(batch)
 }
 
@@ -239,9 +253,9 @@ pub(super) fn sorted(
 /// its key is the one before it (so a repeated key is told without reading the records, but
 /// where their abbreviations tie).
 ///
-/// Why not sort the records themselves: they lie all over the heap, and a comparison that
-/// reads two of them mostly waits for memory (a load's profile spent 14 % of its time in the
-/// sort's `memcmp`). Here each position is sorted beside an abbreviation of its key: the rank
+/// Why not sort the records themselves: a batch's records span megabytes, and a comparison
+/// that reads two of them mostly waits for memory (a load's profile spent 14 % of its time
+/// in the sort's `memcmp`, when each record was an allocation of its own). Here each position is sorted beside an abbreviation of its key: the rank
 /// of its first part among the batch's first parts, then 12 bytes of its second part past
 /// the prefix that every key of its first part shares (an issue's sort strings share their
 /// field's). Abbreviations that differ order their keys as the keys do; a run of equal ones
@@ -504,9 +518,14 @@ impl ItemWriter for Written {
 /// Notes the index entry of a table row replaced within the load.
 pub(super) fn supersede(superseded: &mut impl Extend<IndexKey>, old: Record<'_>) -> Dropped {
     if let Some(g) = stored_gsi1sk(old.row())? {
-        superseded.extend([(old.part(1).to_vec(), g.into_bytes(), old.part(0).to_vec())]);
+        superseded.extend([index_key(old, g)]);
     }
     Ok(())
+}
+
+/// The key of the index entry whose `GSI1SK` is `g` of the table row `row`.
+pub(super) fn index_key(row: Record<'_>, g: String) -> IndexKey {
+    (row.part(1).to_vec(), g.into_bytes(), row.part(0).to_vec())
 }
 
 #[cfg(test)]
@@ -636,7 +655,7 @@ pub(super) mod tests {
             10,
             BLOCK_BYTES - 30,
             20,
-            1,
+            2,
             2 * BLOCK_BYTES,
             5,
             BLOCK_BYTES,
@@ -671,9 +690,10 @@ pub(super) mod tests {
             }
         }
         // Each record goes whole where there is room for it: the first into the first block
-        // (64 bytes); the second into a new block of BLOCK_BYTES, the third and fourth after
-        // it; the fifth (twice a block) and the seventh (a block and a byte) each into a block
-        // of its own size; the sixth, and the eighth with the last, into new blocks.
+        // (64 bytes); the second into a new block of BLOCK_BYTES, the third after it and the
+        // fourth (4 bytes) into the 4 bytes left; the fifth (twice a block) and the seventh (a
+        // block and a byte) each into a block of its own size; the sixth, and the eighth with
+        // the last, into new blocks.
         assert_eq!(records.blocks.len(), 6);
     }
 

@@ -28,7 +28,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use redb::{Database, Durability, WriteTransaction};
 
-use super::batch::{prepare, prepare_written, supersede, IndexKey, Record, Records, Sorted};
+use super::batch::{
+    index_key, prepare, prepare_written, supersede, IndexKey, Record, Records, Sorted,
+};
 use super::compact::LoadCount;
 use super::runs::{Held, LoadRuns, Runs};
 use super::table::{stored_gsi1sk, unavailable, GSI1_INDEX, ITEMS};
@@ -262,7 +264,7 @@ fn write_share(
             if let Some(g) = stored_gsi1sk(old)? {
                 let row = row.0.record();
                 if stored_gsi1sk(row.row())?.as_deref() != Some(g.as_str()) {
-                    stale.push((row.part(1).to_vec(), g.into_bytes(), row.part(0).to_vec()));
+                    stale.push(index_key(row, g));
                 }
             }
             Ok(())
@@ -295,8 +297,7 @@ fn table_rows_on<'scope>(
             let mut superseded = superseded.borrow_mut();
             if !superseded.is_empty() {
                 if let Some(g) = stored_gsi1sk(row.row())? {
-                    let key = (row.part(1).to_vec(), g.into_bytes(), row.part(0).to_vec());
-                    superseded.remove(&key);
+                    superseded.remove(&index_key(row, g));
                 }
             }
             if !send(row) {
@@ -695,31 +696,26 @@ mod tests {
     #[test]
     fn merged_on_hands_over_in_order_and_ends_on_every_path() {
         let n = MERGE_CHUNK * (MERGE_AHEAD + 3) + 7;
-        // Record `i`, its key and its row `i`, and back: some longer than a chunk's first
-        // block, so that chunks grow.
+        // Record `i`: its first part `i`, and a row of `row_of(i)`, some longer than a
+        // chunk's first block, so that chunks grow.
+        let row_of = |i: usize| {
+            let len = if i % 1000 == 999 {
+                MERGE_CHUNK_BYTES + 1
+            } else {
+                i % 50
+            };
+            vec![7; len]
+        };
         let send_numbered = |send: &mut dyn FnMut(Record<'_>) -> bool, i: usize| {
             let mut one = Records::default();
-            let row = vec![
-                7;
-                if i % 1000 == 999 {
-                    MERGE_CHUNK_BYTES + 1
-                } else {
-                    i % 50
-                }
-            ];
-            one.push([&i.to_be_bytes(), b"s", b""], &row);
+            one.push([&i.to_be_bytes(), b"s", b""], &row_of(i));
             send(one.get(0))
         };
         let number = |shared: Shared| -> usize {
             let record = shared.record();
             let i = usize::from_be_bytes(record.part(0).try_into().unwrap());
             assert_eq!(record.part(1), b"s");
-            let len = if i % 1000 == 999 {
-                MERGE_CHUNK_BYTES + 1
-            } else {
-                i % 50
-            };
-            assert_eq!(record.row(), vec![7; len]);
+            assert_eq!(record.row(), row_of(i));
             i
         };
         let all: Vec<usize> = std::thread::scope(|scope| {

@@ -228,6 +228,8 @@ impl Source {
                 more,
             } => {
                 *head ^= 1;
+                // Done until the read says otherwise: a record half read is no head.
+                *more = false;
                 *more = records[*head]
                     .read(input)
                     .map_err(|e| unavailable(format!("bulk load run: {e}")))?;
@@ -339,7 +341,9 @@ impl<D: FnMut(Record<'_>) -> Dropped> Merge<D> {
                 break;
             }
             // A run holds a key once (each is sorted with the last of a key kept), so the
-            // record taken stays where it is while the others move on.
+            // record taken stays where it is while the others move on; a run that repeats
+            // it would move it, and is refused (a repeat in an older run is dropped as any
+            // older row of the key is).
             if next == run {
                 return Err(unavailable("a bulk load run holds a key twice"));
             }
@@ -620,45 +624,104 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(256))]
 
-        /// A merge hands over every key of its runs once, in key order, with the row of the
-        /// latest run that has it, and hands every other row of the key to `dropped`.
+        /// A merge of runs in memory and in files (read through small buffers, so that they
+        /// are refilled mid-record) hands over every key once, in key order, with the row of
+        /// the latest run that has it, and hands every other row of the key to `dropped`,
+        /// each before the row kept is handed over.
         #[test]
         fn a_merge_keeps_the_latest_row_of_each_key_in_key_order(
             runs in prop::collection::vec(
-                prop::collection::btree_map((a_part(), a_part()), any::<u8>(), 0..20),
+                (
+                    prop::collection::btree_map((a_part(), a_part()), any::<u8>(), 0..20),
+                    any::<bool>(),
+                ),
                 0..12,
             ),
         ) {
+            let dir = tempfile::tempdir().unwrap();
             let sources = runs
                 .iter()
-                .map(|run| {
+                .enumerate()
+                .map(|(n, (run, in_file))| {
                     let mut records = Records::default();
                     for ((a, b), v) in run {
                         records.push([a, b, b""], &[*v]);
                     }
-                    Source::memory(records)
+                    if !in_file {
+                        return Source::memory(records);
+                    }
+                    let path = dir.path().join(n.to_string());
+                    let spilled = Runs { files: Vec::new(), memory: vec![records] }
+                        .write_file(&path, false, |_| Ok(()))
+                        .unwrap();
+                    let run = Run {
+                        file: Arc::new(File::open(&path).unwrap()),
+                        at: 0,
+                        end: spilled.ends[0],
+                    };
+                    Source::file(BufReader::with_capacity(7, run)).unwrap()
                 })
                 .collect();
-            let mut dropped = 0;
-            let mut merge = Merge::new(sources, |_: Record<'_>| {
-                dropped += 1;
+            // What the merge did, in order: a row dropped (false) or handed over (true).
+            let events = std::cell::RefCell::new(Vec::new());
+            let mut merge = Merge::new(sources, |old: Record<'_>| {
+                let key = (old.part(0).to_vec(), old.part(1).to_vec());
+                events.borrow_mut().push((false, key, old.row()[0]));
                 Ok(())
             });
-            let mut merged: Vec<(TwoParts, Vec<u8>)> = Vec::new();
             while let Some(record) = merge.next().unwrap() {
-                merged.push(((record.part(0).to_vec(), record.part(1).to_vec()), record.row().to_vec()));
+                let key = (record.part(0).to_vec(), record.part(1).to_vec());
+                events.borrow_mut().push((true, key, record.row()[0]));
             }
             drop(merge);
-            let mut model = BTreeMap::new();
-            for run in &runs {
+            let events = events.into_inner();
+            // The model: the latest run's row of each key, and the rows of earlier runs.
+            let mut kept: BTreeMap<TwoParts, u8> = BTreeMap::new();
+            let mut all: Vec<(TwoParts, u8)> = Vec::new();
+            for (run, _) in &runs {
                 for (key, v) in run {
-                    model.insert(key.clone(), vec![*v]);
+                    kept.insert(key.clone(), *v);
+                    all.push((key.clone(), *v));
                 }
             }
-            let rows: usize = runs.iter().map(BTreeMap::len).sum();
-            prop_assert_eq!(dropped, rows - model.len());
-            prop_assert_eq!(merged, model.into_iter().collect::<Vec<_>>());
+            let merged: Vec<(TwoParts, u8)> =
+                events.iter().filter(|e| e.0).map(|(_, k, v)| (k.clone(), *v)).collect();
+            prop_assert_eq!(merged, kept.clone().into_iter().collect::<Vec<_>>());
+            let mut dropped: Vec<(TwoParts, u8)> =
+                events.iter().filter(|e| !e.0).map(|(_, k, v)| (k.clone(), *v)).collect();
+            // Every row but the kept one of each key, once (the runs' rows of a key may hold
+            // the same value, so as multisets).
+            let mut others = all;
+            for (key, v) in &kept {
+                let at = others.iter().position(|(k, w)| k == key && w == v).unwrap();
+                others.remove(at);
+            }
+            dropped.sort();
+            others.sort();
+            prop_assert_eq!(dropped, others);
+            // Each key's dropped rows come before its row kept.
+            for (i, (handed, key, _)) in events.iter().enumerate() {
+                if !handed {
+                    let later = events[i..].iter().any(|(h, k, _)| *h && k == key);
+                    prop_assert!(later, "a row of {:?} dropped after the row kept", key);
+                }
+            }
         }
+    }
+
+    /// A run that holds its winning key twice is refused, not handed over twice.
+    #[test]
+    fn a_run_that_repeats_a_key_is_refused() {
+        let sources = vec![
+            Source::memory(run([(&b"a"[..], &b"1"[..]), (b"a", b"2")])),
+            Source::memory(run([(&b"b"[..], &b"3"[..])])),
+        ];
+        let (merged, failed) = drained(Merge::new(sources, |_: Record<'_>| Ok(())));
+        assert!(merged.is_empty(), "{merged:?}");
+        assert!(
+            matches!(&failed, Some(StoreError::Unavailable(m)) if m.contains("twice")),
+            "{failed:?}"
+        );
     }
 
     /// Runs spilled as they are read back from their file as they went in, each on its own,
@@ -765,7 +828,7 @@ mod tests {
     #[test]
     fn a_key_across_files_and_memory_keeps_its_latest_row() {
         let dir = tempfile::tempdir().unwrap();
-        let run = |rows: &[(&str, &str)]| -> Records {
+        let texts = |rows: &[(&str, &str)]| -> Records {
             run(rows
                 .iter()
                 .map(|(key, row)| (key.as_bytes(), row.as_bytes())))
@@ -777,13 +840,13 @@ mod tests {
         };
         let as_is = Runs {
             files: Vec::new(),
-            memory: vec![run(&[("a", "a1"), ("k", "k1")]), run(&[("k", "k2")])],
+            memory: vec![texts(&[("a", "a1"), ("k", "k1")]), texts(&[("k", "k2")])],
         }
         .write_file(&dir.path().join("0"), false, &mut drop_row)
         .unwrap();
         let merged = Runs {
             files: Vec::new(),
-            memory: vec![run(&[("b", "b3"), ("k", "k3")]), run(&[("k", "k4")])],
+            memory: vec![texts(&[("b", "b3"), ("k", "k3")]), texts(&[("k", "k4")])],
         }
         .write_file(&dir.path().join("1"), true, &mut drop_row)
         .unwrap();
@@ -817,7 +880,7 @@ mod tests {
         assert_eq!(dropped, ["k3"], "the merged spill drops its own older row");
 
         let mut later = Vec::new();
-        let merged_rows = rows(runs(vec![run(&[("c", "c5"), ("k", "k5")])]), &mut later);
+        let merged_rows = rows(runs(vec![texts(&[("c", "c5"), ("k", "k5")])]), &mut later);
         assert_eq!(merged_rows, ["a1", "b3", "c5", "k5"]);
         later.sort();
         assert_eq!(later, ["k1", "k2", "k4"]);
@@ -825,7 +888,7 @@ mod tests {
         // Without the key in memory, the merged file's row is the latest.
         let mut later = Vec::new();
         assert_eq!(
-            rows(runs(vec![run(&[("c", "c5")])]), &mut later),
+            rows(runs(vec![texts(&[("c", "c5")])]), &mut later),
             ["a1", "b3", "c5", "k4"]
         );
         later.sort();
