@@ -19,7 +19,7 @@
 //! alone), so no commit can succeed over a lost page; the failure surfaces on the next call,
 //! not on the write that queued the page.
 //!
-//! The thread also has the kernel start writing the file's pages to the disk every
+//! The thread also has the kernel start writing the file's pages to the disk, at most every
 //! [`WRITEBACK_BYTES`] it writes, through a thread of its own, without waiting, so that the
 //! disk works while the store does and a sync finds little left to write.
 //!
@@ -287,8 +287,9 @@ impl Shared {
     }
 }
 
-/// The bytes written after which the thread asks the kernel to start writing the file's
-/// dirty pages to the disk, without waiting (RocksDB's `bytes_per_sync`).
+/// The bytes written after which the write thread wakes the writeback's thread, which asks
+/// the kernel to start writing the file's dirty pages to the disk (RocksDB's
+/// `bytes_per_sync`; at most this often, as wakes coalesce).
 ///
 /// Why: the kernel starts on its own only past a tenth of memory (or after 30 s), so a bulk
 /// load's writes piled up in the page cache, and each of redb's syncs (as it grows the file,
@@ -298,8 +299,10 @@ impl Shared {
 /// them are deleted before the kernel would have written them, and the load was slower.
 const WRITEBACK_BYTES: usize = 8 * 1024 * 1024;
 
-/// Starts writing `file`'s dirty pages to the disk, without waiting for them (Linux only:
-/// elsewhere the store hands the thread no file to do it through).
+/// Starts writing `file`'s dirty pages to the disk, without waiting for them to be written
+/// (though the call may sleep in the block layer's writeback throttling as it queues them,
+/// hence its thread of its own). Linux only: elsewhere the store hands the thread no file to
+/// do it through.
 #[cfg(target_os = "linux")]
 fn start_writeback(file: &std::fs::File) -> io::Result<()> {
     use std::os::fd::AsRawFd;
@@ -475,7 +478,7 @@ impl Behind {
         if let Some(thread) = thread {
             // The thread's end already failed the backend (`Ended`); this says why.
             if thread.join().is_err() {
-                tracing::error!("the embedded store's write thread panicked");
+                tracing::error!("the embedded store's write thread (or its writeback's) panicked");
             }
         }
     }
@@ -694,9 +697,9 @@ mod tests {
     /// Over a file, the thread asks for the file's writeback each time it has written about
     /// [`WRITEBACK_BYTES`] (past it by at most a turn's batch, [`BATCH_BYTES`] here, as the
     /// writes are of a size that divides it; a write larger than the rest of a batch goes
-    /// past it by more); the writeback's thread, joined at the close, starts it at least
-    /// once and at most once per ask, counting only starts the kernel took; and the file
-    /// holds what was written.
+    /// past it by more); the writeback's thread, joined at the close, has started it at
+    /// least once and at most once per ask by then (when, it does not say: the starts are
+    /// its own), counting only starts the kernel took; and the file holds what was written.
     #[cfg(target_os = "linux")]
     #[test]
     fn the_thread_starts_the_files_writeback_as_it_writes() {

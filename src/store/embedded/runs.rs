@@ -709,7 +709,33 @@ mod tests {
         }
     }
 
-    /// A run that holds its winning key twice is refused, not handed over twice.
+    /// A file run whose next record cannot be read has no head once the read failed (not
+    /// the half-read record).
+    #[test]
+    fn a_file_run_that_fails_to_read_has_no_head() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run");
+        let mut bytes = Vec::new();
+        for record in run([(&b"a"[..], &b"row"[..]), (b"c", b"row")]).iter() {
+            record.write(&mut bytes).unwrap();
+        }
+        bytes.truncate(bytes.len() - 2);
+        std::fs::write(&path, &bytes).unwrap();
+        let cut = Run {
+            file: Arc::new(File::open(&path).unwrap()),
+            at: 0,
+            end: bytes.len() as u64,
+        };
+        let mut source = Source::file(BufReader::new(cut)).unwrap();
+        assert_eq!(source.head().map(|r| r.part(0)), Some(&b"a"[..]));
+        assert!(source.advance().is_err());
+        assert!(source.head().is_none());
+        assert_eq!(source.taken().part(0), b"a");
+    }
+
+    /// A run that holds its winning key twice is refused: taking its second row would move
+    /// the run past the first while it is being handed over, so the second would be dropped
+    /// as older and handed over in its place, and the first lost.
     #[test]
     fn a_run_that_repeats_a_key_is_refused() {
         let sources = vec![
