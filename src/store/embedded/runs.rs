@@ -709,24 +709,28 @@ mod tests {
         }
     }
 
-    /// A file run whose next record cannot be read has no head once the read failed (not
-    /// the half-read record).
-    #[test]
-    fn a_file_run_that_fails_to_read_has_no_head() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("run");
+    /// A run file in `dir` of the records `a` and `c`, cut inside `c`.
+    fn cut_run(dir: &Path) -> Run {
+        let path = dir.join("run");
         let mut bytes = Vec::new();
         for record in run([(&b"a"[..], &b"row"[..]), (b"c", b"row")]).iter() {
             record.write(&mut bytes).unwrap();
         }
         bytes.truncate(bytes.len() - 2);
         std::fs::write(&path, &bytes).unwrap();
-        let cut = Run {
+        Run {
             file: Arc::new(File::open(&path).unwrap()),
             at: 0,
             end: bytes.len() as u64,
-        };
-        let mut source = Source::file(BufReader::new(cut)).unwrap();
+        }
+    }
+
+    /// A file run whose next record cannot be read has no head once the read failed (not
+    /// the half-read record).
+    #[test]
+    fn a_file_run_that_fails_to_read_has_no_head() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut source = Source::file(BufReader::new(cut_run(dir.path()))).unwrap();
         assert_eq!(source.head().map(|r| r.part(0)), Some(&b"a"[..]));
         assert!(source.advance().is_err());
         assert!(source.head().is_none());
@@ -814,20 +818,8 @@ mod tests {
     #[test]
     fn a_merge_that_fails_ends() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("run");
-        let mut bytes = Vec::new();
-        for record in run([(&b"a"[..], &b"row"[..]), (b"c", b"row")]).iter() {
-            record.write(&mut bytes).unwrap();
-        }
-        bytes.truncate(bytes.len() - 2);
-        std::fs::write(&path, bytes).unwrap();
+        let cut = cut_run(dir.path());
         let others = run([(&b"b"[..], &b"row"[..])]);
-        let len = std::fs::metadata(&path).unwrap().len();
-        let cut = Run {
-            file: Arc::new(File::open(&path).unwrap()),
-            at: 0,
-            end: len,
-        };
         let sources = vec![
             Source::file(BufReader::new(cut)).unwrap(),
             Source::memory(others),
