@@ -25,13 +25,14 @@
 //! compares attribute values as conditions do, `table` owns the redb tables themselves,
 //! `behind` is the file under them (written behind redb's locks), `compact` shrinks the file
 //! and measures what it holds, `batch` prepares a bulk load's batches, `runs` holds them as
-//! sorted runs (spilled and merged), and `bulk` writes bulk loads.
+//! sorted runs (spilled, and merged by `merge`), and `bulk` writes bulk loads.
 
 mod batch;
 mod behind;
 mod bulk;
 pub mod compact;
 mod equality;
+mod merge;
 mod query;
 mod runs;
 mod table;
