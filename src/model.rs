@@ -7,7 +7,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use bigdecimal::{BigDecimal, Zero};
-use chrono::NaiveDate;
+use chrono::{Datelike, NaiveDate};
 
 use crate::ids::{FieldId, IssueId, ProjectId, TenantId, ViewId};
 
@@ -503,6 +503,11 @@ impl fmt::Display for FieldValue {
             FieldValue::Text(s) => f.write_str(s),
             FieldValue::Int(i) => write!(f, "{i}"),
             FieldValue::Number(d) => f.write_str(&plain_decimal(d)),
+            // chrono's `format` reads its pattern again at every call, which a bulk load of
+            // dates paid for each cell; its `%Y` writes the years this one does as they are.
+            FieldValue::Date(d) if (0..=9999).contains(&d.year()) => {
+                write!(f, "{:04}-{:02}-{:02}", d.year(), d.month(), d.day())
+            }
             FieldValue::Date(d) => write!(f, "{}", d.format("%Y-%m-%d")),
             FieldValue::Checkbox(b) => write!(f, "{b}"),
             FieldValue::Select(id) => f.write_str(id),
@@ -595,6 +600,21 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
+        /// A date is written as chrono's `%Y-%m-%d` writes it, for every year chrono holds.
+        #[test]
+        fn a_date_is_written_as_chrono_writes_it(
+            day in prop_oneof![
+                -800_000i32..800_000,
+                chrono::NaiveDate::MIN.num_days_from_ce()..=chrono::NaiveDate::MAX.num_days_from_ce(),
+            ],
+        ) {
+            let date = NaiveDate::from_num_days_from_ce_opt(day).unwrap();
+            prop_assert_eq!(
+                FieldValue::Date(date).to_string(),
+                date.format("%Y-%m-%d").to_string()
+            );
+        }
+
         /// The shortcut gives what parsing and printing give, for any text of any type.
         #[test]
         fn canonical_text_is_what_display_writes(
