@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
-use bigdecimal::{BigDecimal, Zero};
+use bigdecimal::num_bigint::BigUint;
+use bigdecimal::{BigDecimal, ToPrimitive, Zero};
 use chrono::{Datelike, NaiveDate};
 
 use crate::ids::{FieldId, IssueId, ProjectId, TenantId, ViewId};
@@ -566,16 +567,30 @@ fn is_canonical(ty: FieldType, raw: &str) -> bool {
     }
 }
 
+/// The decimal digits of `magnitude`, as its `Display` writes them. A magnitude that fits a
+/// `u128` (every number a grid holds but the longest) is written as one: the big number's
+/// own conversion divides it limb by limb, and took 3 % of a bulk load's time making rows.
+pub fn decimal_digits(magnitude: &BigUint) -> String {
+    match magnitude.to_u128() {
+        Some(small) => small.to_string(),
+        None => magnitude.to_string(),
+    }
+}
+
 /// Writes a decimal without exponent notation (BigDecimal's Display switches to scientific
 /// notation for large exponents, which would make the same value read differently).
 fn plain_decimal(d: &BigDecimal) -> String {
-    let d = d.normalized();
     if d.is_zero() {
         return "0".to_string();
     }
     let (int, scale) = d.as_bigint_and_exponent();
     let negative = int.sign() == bigdecimal::num_bigint::Sign::Minus;
-    let digits = int.magnitude().to_string();
+    // Normalized: without the mantissa's trailing zeros, each taken off the scale (as
+    // `BigDecimal::normalized` would, which divides the big number by ten once per zero).
+    let mut digits = decimal_digits(int.magnitude());
+    let zeros = digits.bytes().rev().take_while(|&b| b == b'0').count();
+    digits.truncate(digits.len() - zeros);
+    let scale = scale - zeros as i64;
     let body = if scale <= 0 {
         format!("{digits}{}", "0".repeat((-scale) as usize))
     } else {
@@ -599,12 +614,64 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// A decimal written another way: `BigDecimal`'s own plain writing of it, normalized
+    /// (which divides the big number by ten once per trailing zero).
+    fn plain_decimal_by_bigdecimal(d: &BigDecimal) -> String {
+        d.normalized().to_plain_string()
+    }
+
+    /// The dates at the fast path's bounds, as chrono writes them.
+    #[test]
+    fn dates_at_the_bounds_of_four_digit_years() {
+        for (y, m, d, text) in [
+            (0, 1, 1, "0000-01-01"),
+            (-1, 12, 31, "-0001-12-31"),
+            (9999, 12, 31, "9999-12-31"),
+            (10000, 1, 1, "+10000-01-01"),
+        ] {
+            let date = NaiveDate::from_ymd_opt(y, m, d).unwrap();
+            assert_eq!(FieldValue::Date(date).to_string(), text);
+        }
+    }
+
     proptest! {
-        /// A date is written as chrono's `%Y-%m-%d` writes it, for every year chrono holds.
+        /// A magnitude's digits are the ones its `Display` writes, past a `u128` too.
+        #[test]
+        fn digits_are_the_numbers_display(
+            limbs in prop::collection::vec(any::<u32>(), 0..6),
+        ) {
+            let magnitude = BigUint::new(limbs);
+            prop_assert_eq!(decimal_digits(&magnitude), magnitude.to_string());
+        }
+
+        /// A decimal is written as `BigDecimal` writes it plainly, normalized: small and large
+        /// mantissas, trailing zeros, and scales on both sides of the point.
+        #[test]
+        fn a_decimal_is_written_as_bigdecimal_writes_it_plainly(
+            mantissa in prop_oneof![
+                any::<i64>().prop_map(i128::from),
+                any::<i128>(),
+                (any::<i64>(), 0u32..6).prop_map(|(m, z)| i128::from(m) * 10i128.pow(z)),
+            ],
+            big in any::<bool>(),
+            scale in -30i64..30,
+        ) {
+            let int = bigdecimal::num_bigint::BigInt::from(mantissa);
+            // Past a u128, by a factor of 10^30.
+            let int = if big { int * bigdecimal::num_bigint::BigInt::from(10u128.pow(30)) } else { int };
+            let d = BigDecimal::new(int, scale);
+            prop_assert_eq!(plain_decimal(&d), plain_decimal_by_bigdecimal(&d));
+        }
+
+        /// A date is written as chrono's `%Y-%m-%d` writes it: years around those the fast
+        /// path writes itself (0 to 9999) and at its bounds, and years across chrono's range.
         #[test]
         fn a_date_is_written_as_chrono_writes_it(
             day in prop_oneof![
                 -800_000i32..800_000,
+                // Around 1 January of years 0 and 10000.
+                -400i32..400,
+                3_651_695i32..3_652_495,
                 chrono::NaiveDate::MIN.num_days_from_ce()..=chrono::NaiveDate::MAX.num_days_from_ce(),
             ],
         ) {

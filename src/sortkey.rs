@@ -11,6 +11,8 @@ use bigdecimal::num_bigint::Sign;
 use bigdecimal::BigDecimal;
 use chrono::{Datelike, NaiveDate};
 
+use crate::model::decimal_digits;
+
 /// Separates the value part from the issue-number part of a composite sort string.
 pub const SEPARATOR: char = '\u{1}';
 
@@ -50,7 +52,16 @@ const EXPONENT_MID: u8 = b'P';
 /// Issue number: fixed-width 10 ASCII digits, zero padded, so byte order equals `u32` order.
 /// For example `num(1) == "0000000001"`.
 pub fn num(n: u32) -> String {
-    format!("{n:0width$}", width = NUM_WIDTH)
+    // Digit by digit: `format!` with a width pads a character at a time, and a bulk load of
+    // 1,000,000 issues makes nine of these per issue (5 % of the time it spent making rows).
+    let mut digits = [b'0'; NUM_WIDTH];
+    let mut rest = n;
+    for digit in digits.iter_mut().rev() {
+        *digit = b'0' + (rest % 10) as u8;
+        rest /= 10;
+    }
+    // u32::MAX has ten digits: none are left over.
+    digits.iter().map(|&d| char::from(d)).collect()
 }
 
 /// Text, case-insensitive: lower-cases with [`str::to_lowercase`] (full Unicode), then escapes the
@@ -96,7 +107,7 @@ pub fn decimal(d: &BigDecimal) -> String {
     if mantissa.sign() == Sign::NoSign {
         return ZERO.to_owned();
     }
-    let digits = mantissa.magnitude().to_string();
+    let digits = decimal_digits(mantissa.magnitude());
     // The value is mantissa × 10^-scale, and the mantissa has `digits.len()` digits, so the value
     // is 0.d1…dk × 10^(len - scale). Both terms fit an i128 with room to spare (`usize` is at most
     // 64 bits on every supported target), so neither the cast nor the subtraction can overflow.
@@ -362,6 +373,14 @@ mod tests {
 
     fn dec(s: &str) -> BigDecimal {
         BigDecimal::from_str(s).unwrap()
+    }
+
+    proptest::proptest! {
+        /// An issue number is written as `format!` pads it.
+        #[test]
+        fn num_is_the_number_zero_padded(n in proptest::prelude::any::<u32>()) {
+            proptest::prop_assert_eq!(num(n), format!("{n:010}"));
+        }
     }
 
     #[test]

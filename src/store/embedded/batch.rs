@@ -356,9 +356,10 @@ fn key_order(batch: &Records) -> Vec<(usize, bool)> {
 
 /// The first `N` bytes of `bytes` (at most 16), zero-padded so that a part that ends sooner
 /// (a prefix of another) sorts no later, as the low bytes of a big-endian number: two differ
-/// only as the bytes do. A copy of a length the compiler knows is made in place, where one
-/// of any length was a call.
+/// only as the bytes do. The copy of `N` bytes, which most records take, has a length the
+/// compiler knows and is made in place, where one of any length was a call.
 fn abbreviated<const N: usize>(bytes: &[u8]) -> u128 {
+    const { assert!(N <= 16) };
     let mut buffer = [0u8; 16];
     match bytes.get(..N) {
         Some(head) => buffer[16 - N..].copy_from_slice(head),
