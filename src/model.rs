@@ -568,9 +568,10 @@ fn is_canonical(ty: FieldType, raw: &str) -> bool {
 }
 
 /// The decimal digits of `magnitude`, as its `Display` writes them. A magnitude that fits a
-/// `u128` (every number a grid holds but the longest) is written as one: the big number's
-/// own conversion divides it limb by limb, and took 3 % of a bulk load's time making rows.
-pub fn decimal_digits(magnitude: &BigUint) -> String {
+/// `u128` (every mantissa [`FieldValue::parse`] admits: at most 38 digits) is written as
+/// one: the big number's own conversion divides it limb by limb, and with `normalized`
+/// below took 3 % of a bulk load's time making rows.
+pub(crate) fn decimal_digits(magnitude: &BigUint) -> String {
     match magnitude.to_u128() {
         Some(small) => small.to_string(),
         None => magnitude.to_string(),
@@ -583,10 +584,11 @@ fn plain_decimal(d: &BigDecimal) -> String {
     if d.is_zero() {
         return "0".to_string();
     }
-    let (int, scale) = d.as_bigint_and_exponent();
+    let (int, scale) = d.as_bigint_and_scale();
     let negative = int.sign() == bigdecimal::num_bigint::Sign::Minus;
-    // Normalized: without the mantissa's trailing zeros, each taken off the scale (as
-    // `BigDecimal::normalized` would, which divides the big number by ten once per zero).
+    // Normalized: without the mantissa's trailing zeros, each taken off the scale, as
+    // `BigDecimal::normalized` would (which writes the big number's decimal digits and reads
+    // them back into another).
     let mut digits = decimal_digits(int.magnitude());
     let zeros = digits.bytes().rev().take_while(|&b| b == b'0').count();
     digits.truncate(digits.len() - zeros);
@@ -614,8 +616,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// A decimal written another way: `BigDecimal`'s own plain writing of it, normalized
-    /// (which divides the big number by ten once per trailing zero).
+    /// A decimal written another way: `BigDecimal`'s own plain writing of it, normalized.
     fn plain_decimal_by_bigdecimal(d: &BigDecimal) -> String {
         d.normalized().to_plain_string()
     }
@@ -657,7 +658,7 @@ mod tests {
             scale in -30i64..30,
         ) {
             let int = bigdecimal::num_bigint::BigInt::from(mantissa);
-            // Past a u128, by a factor of 10^30.
+            // Past a u128 (by a factor of 10^30) when the mantissa is past about 3.4e8.
             let int = if big { int * bigdecimal::num_bigint::BigInt::from(10u128.pow(30)) } else { int };
             let d = BigDecimal::new(int, scale);
             prop_assert_eq!(plain_decimal(&d), plain_decimal_by_bigdecimal(&d));
